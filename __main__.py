@@ -1,0 +1,3 @@
+from softrank.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,28 @@
+"""``softrank bench NAME``: benchmarks that print ratios measured in one run.
+
+One table maps each benchmark to ``module:function``; the function takes the parsed arguments and
+returns an exit code.  Timings are medians over repeats; compare ratios, not absolute times.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    "replay": ("softrank.replay.bench_upper:main", "validated vs float64 time for upper witnesses"),
+    "lower": ("softrank.replay.bench_lower:main", "validated vs float64 time for lower certificates"),
+    "oracle": ("softrank.oracle.bench:main", "exact oracle: 3x3 profile and 6x6 rank-1 decision"),
+    "bracket": ("softrank.fastpath.bench_bracket:main", "bracket throughput and time share per construction"),
+}
+
+
+def configure(parser) -> None:
+    parser.add_argument("name", choices=sorted(BENCHMARKS), help="which benchmark")
+    parser.add_argument("--repeats", type=int, default=5, help="timing repeats (median reported)")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+
+
+def run(args) -> int:
+    target, _ = BENCHMARKS[args.name]
+    module_name, func = target.split(":")
+    return int(getattr(importlib.import_module(module_name), func)(args) or 0)

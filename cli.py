@@ -1,0 +1,71 @@
+"""The ``softrank`` console command.
+
+One table maps each subcommand to the module that implements it.  A module exposes
+``configure(parser)`` (adds its arguments) and ``run(args) -> int`` (the exit code).  Modules are
+imported only when their subcommand runs, so ``softrank replay`` never imports torch.
+
+Malformed input raises ``softrank.errors.InputError``; it is printed as one line on stderr and the
+exit code is 2, with no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from softrank.errors import InputError
+
+# subcommand -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("softrank.fastpath.cli_run", "main job: extract from the real models, bracket, replay, summarise"),
+    "extract": ("softrank.fastpath.cli_extract", "capture attention operators from a model into a store"),
+    "bracket": ("softrank.fastpath.cli_bracket", "float64 witnesses and lower certificates for a store"),
+    "demo": ("softrank.fastpath.cli_demo", "build a small demonstration store (no models needed)"),
+    "replay": ("softrank.replay.cli", "validated replay of every certificate in a store"),
+    "regress": ("softrank.replay.cli_regress", "float64 versus validated verdict transitions for a replay table"),
+    "oracle": ("softrank.oracle.cli", "exact decision of a small rational cell"),
+    "families": ("softrank.oracle.cli_families", "exact closure of the gauge and grid families"),
+    "theorem": ("softrank.fastpath.cli_theorem", "sanity checks of the theory's inequalities and invariances"),
+    "kappa": ("softrank.fastpath.cli_kappa", "brackets for the intrinsic size kappa on a store"),
+    "bench": ("softrank.bench", "benchmarks (ratios measured in one run)"),
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="softrank", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if only is None or name == only:
+            _module(module_name).configure(p)
+    return parser
+
+
+def _module(module_name: str):
+    return importlib.import_module(module_name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command not in COMMANDS:
+        command = None
+    # Configure only the chosen subcommand, so one command's heavy imports never slow another.
+    parser = build_parser(only=command)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(_module(COMMANDS[args.command][0]).run(args) or 0)
+    except InputError as err:
+        print(f"softrank {args.command}: error: {err.one_line()}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("softrank: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,511 @@
+"""Record format (schema version 1) and stores: reading, validating and atomic writing.
+
+A *store* is a folder::
+
+    STORE/
+      index.csv                  one row per record (convenience; replay walks records/)
+      records/<record_id>/
+        record.json              the manifest (schema, provenance, operator, tolerances)
+        arrays/<name>.npy        every array, NumPy .npy (little-endian float64 or int64)
+
+Every array is referenced from the manifest as ``{"path", "dtype", "shape", "sha256"}`` where
+``sha256`` is the hex SHA-256 of the .npy file's bytes.  The reader re-hashes every file and
+rejects any mismatch.  The full field list is in ``docs/record-format.md``.
+
+Reading never trusts the producer: every field is type-, shape- and range-checked here, and a
+problem raises ``InputError`` naming the record and the field.  Writing is atomic: a record is
+assembled in a temporary folder next to its destination and moved into place with one rename.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from softrank.errors import InputError
+
+SCHEMA = "softrank.record"
+SCHEMA_VERSIONS_READ = (1,)
+SCHEMA_VERSION_WRITTEN = 1
+RECORD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+VERDICTS = ("feasible", "impossible", "unresolved")
+STOCHASTIC_ROW_TOL = 1e-6  # producer's A_hat rows must sum to 1 within this (float64 check)
+
+
+# ----------------------------------------------------------------------------------------------
+# In-memory form
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class UpperWitness:
+    """Factors of a claimed witness ``B = X Y^T`` with ``rank(B) <= rank``."""
+
+    rank: int
+    X: np.ndarray  # (m, rank) float64
+    Y: np.ndarray  # (N, rank) float64
+    construction: str = ""
+
+
+@dataclass
+class LowerCertificate:
+    """A claimed lower certificate: ``r_eps(A) >= lower``, of a registered ``kind``.
+
+    ``data`` holds the kind's own fields (arrays already loaded and hash-checked); the kind's
+    checker validates their meaning.  Kinds: see ``docs/record-format.md``.
+    """
+
+    kind: str
+    lower: int
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Tolerance:
+    eps: Fraction  # exact value (a binary64 number, or a rational written "p/q")
+    eps_text: str  # as written in the record
+    upper: UpperWitness | None
+    lower: list[LowerCertificate]
+    float64_lower: int | None
+    float64_upper: int | None
+    float64_verdicts: dict[int, str]
+
+
+@dataclass
+class Record:
+    record_id: str
+    path: Path
+    schema_version: int
+    provenance: dict[str, Any]
+    form: str  # "logits" or "qk"
+    logits: np.ndarray | None
+    queries: np.ndarray | None
+    keys: np.ndarray | None
+    scale: float | None
+    bias: np.ndarray | None
+    a_hat: np.ndarray
+    tolerances: list[Tolerance]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(self.a_hat.shape)  # type: ignore[return-value]
+
+    @property
+    def operator_assumption(self) -> str:
+        if self.form == "logits":
+            return "operator A = rowsoftmax(H) for the stored binary64 logits H, read as exact reals"
+        bias = " + bias" if self.bias is not None else ""
+        return (
+            "operator A = rowsoftmax(scale * Q K^T" + bias + ") for the stored binary64 "
+            "queries, keys, scale" + (", bias" if bias else "") + ", read as exact reals"
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading
+# ----------------------------------------------------------------------------------------------
+
+
+class _Reader:
+    """Reads one record folder; every failure names the record and the field."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.where = str(self.folder)
+
+    def fail(self, field_name: str, message: str):
+        raise InputError(self.where, field_name, message)
+
+    # -- primitive fields --
+    def get(self, obj: dict, key: str, path: str, types, optional: bool = False):
+        if not isinstance(obj, dict):
+            self.fail(path, "expected an object")
+        if key not in obj or (optional and obj[key] is None):
+            if optional:
+                return None
+            self.fail(f"{path}.{key}".lstrip("."), "missing field")
+        value = obj[key]
+        if types is int and isinstance(value, bool):
+            self.fail(f"{path}.{key}".lstrip("."), f"expected an integer, got {value!r}")
+        if not isinstance(value, types):
+            self.fail(f"{path}.{key}".lstrip("."), f"expected {_typename(types)}, got {type(value).__name__}")
+        return value
+
+    def finite_float(self, value, path: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.fail(path, f"expected a number, got {value!r}")
+        value = float(value)
+        if not math.isfinite(value):
+            self.fail(path, f"must be finite, got {value!r}")
+        return value
+
+    def eps(self, value, path: str) -> tuple[Fraction, str]:
+        text = str(value)
+        if isinstance(value, bool):
+            self.fail(path, f"expected a number or a string 'p/q', got {value!r}")
+        if isinstance(value, (int, float)):
+            if not math.isfinite(float(value)):
+                self.fail(path, f"must be finite, got {value!r}")
+            exact = Fraction(value)  # exact value of the binary64 number
+        elif isinstance(value, str):
+            try:
+                exact = Fraction(value.strip())
+            except (ValueError, ZeroDivisionError):
+                self.fail(path, f"not a rational number: {value!r}")
+        else:
+            self.fail(path, f"expected a number or a string 'p/q', got {type(value).__name__}")
+        if not (0 < exact < 1):
+            self.fail(path, f"eps must lie in (0, 1), got {text}")
+        return exact, text
+
+    # -- arrays --
+    def array(self, ref, path: str, *, dtype: str = "float64", ndim: int = 2) -> np.ndarray:
+        if not isinstance(ref, dict):
+            self.fail(path, "expected an array reference {path, dtype, shape, sha256}")
+        rel = self.get(ref, "path", path, str)
+        declared_dtype = self.get(ref, "dtype", path, str)
+        shape = self.get(ref, "shape", path, list)
+        digest = self.get(ref, "sha256", path, str)
+        if declared_dtype != dtype:
+            self.fail(f"{path}.dtype", f"expected {dtype}, got {declared_dtype!r}")
+        if len(shape) != ndim or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+            self.fail(f"{path}.shape", f"expected {ndim} non-negative integers, got {shape!r}")
+        file = (self.folder / rel).resolve()
+        if self.folder.resolve() not in file.parents:
+            self.fail(f"{path}.path", f"array path escapes the record folder: {rel!r}")
+        try:
+            raw = file.read_bytes()
+        except OSError as err:
+            self.fail(f"{path}.path", f"cannot read {rel}: {err.strerror or err}")
+        if hashlib.sha256(raw).hexdigest() != digest.lower():
+            self.fail(f"{path}.sha256", f"hash mismatch for {rel} (file altered or truncated)")
+        try:
+            arr = np.load(io.BytesIO(raw), allow_pickle=False)
+        except Exception as err:  # a corrupt .npy: numpy raises several types
+            self.fail(f"{path}.path", f"not a readable .npy file ({type(err).__name__})")
+        if arr.dtype != np.dtype(dtype).newbyteorder("<") and arr.dtype != np.dtype(dtype):
+            self.fail(f"{path}.dtype", f"file holds {arr.dtype}, manifest says {dtype}")
+        if list(arr.shape) != shape:
+            self.fail(f"{path}.shape", f"file holds shape {list(arr.shape)}, manifest says {shape}")
+        arr = np.ascontiguousarray(arr, dtype=np.dtype(dtype))
+        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+            bad = np.argwhere(~np.isfinite(arr))[0].tolist()
+            self.fail(path, f"non-finite entry (NaN or inf) at {bad}")
+        return arr
+
+
+def _typename(types) -> str:
+    if isinstance(types, tuple):
+        return " or ".join(t.__name__ for t in types)
+    return types.__name__
+
+
+def read_record(folder: str | os.PathLike) -> Record:
+    """Read and validate one record folder. Raises ``InputError`` naming the field on any defect."""
+    r = _Reader(Path(folder))
+    manifest_file = r.folder / "record.json"
+    try:
+        text = manifest_file.read_text(encoding="utf-8")
+    except OSError as err:
+        r.fail("record.json", f"cannot read: {err.strerror or err}")
+    except UnicodeDecodeError:
+        r.fail("record.json", "not UTF-8 text")
+    try:
+        doc = json.loads(text, parse_constant=lambda c: r.fail("record.json", f"non-finite JSON constant {c}"))
+    except json.JSONDecodeError as err:
+        r.fail("record.json", f"not valid JSON (truncated?): {err.msg} at line {err.lineno}")
+    if not isinstance(doc, dict):
+        r.fail("record.json", "top level must be an object")
+
+    schema = r.get(doc, "schema", "", str)
+    if schema != SCHEMA:
+        r.fail("schema", f"expected {SCHEMA!r}, got {schema!r}")
+    version = r.get(doc, "schema_version", "", int)
+    if version not in SCHEMA_VERSIONS_READ:
+        r.fail("schema_version", f"unknown schema version {version} (this reader knows {list(SCHEMA_VERSIONS_READ)})")
+    record_id = r.get(doc, "record_id", "", str)
+    if not RECORD_ID_RE.match(record_id):
+        r.fail("record_id", f"invalid record id {record_id!r}")
+    r.where = f"{r.folder} [{record_id}]"
+    provenance = r.get(doc, "provenance", "", dict)
+
+    op = r.get(doc, "operator", "", dict)
+    form = r.get(op, "form", "operator", str)
+    logits = queries = keys = bias = None
+    scale = None
+    if form == "logits":
+        logits = r.array(r.get(op, "logits", "operator", dict), "operator.logits")
+        m, n = logits.shape
+    elif form == "qk":
+        queries = r.array(r.get(op, "queries", "operator", dict), "operator.queries")
+        keys = r.array(r.get(op, "keys", "operator", dict), "operator.keys")
+        if queries.shape[1] != keys.shape[1]:
+            r.fail("operator.keys", f"head dimension {keys.shape[1]} disagrees with queries' {queries.shape[1]}")
+        scale = r.finite_float(r.get(op, "scale", "operator", (int, float)), "operator.scale")
+        m, n = queries.shape[0], keys.shape[0]
+        bias_ref = r.get(op, "bias", "operator", dict, optional=True)
+        if bias_ref is not None:
+            bias = r.array(bias_ref, "operator.bias")
+            if bias.shape != (m, n):
+                r.fail("operator.bias", f"shape {list(bias.shape)} disagrees with operator shape [{m}, {n}]")
+    else:
+        r.fail("operator.form", f"expected 'logits' or 'qk', got {form!r}")
+    if m < 1 or n < 1:
+        r.fail("operator", f"empty operator shape [{m}, {n}]")
+
+    a_hat = r.array(r.get(doc, "a_hat", "", dict), "a_hat")
+    if a_hat.shape != (m, n):
+        r.fail("a_hat", f"shape {list(a_hat.shape)} disagrees with operator shape [{m}, {n}]")
+    if np.any(a_hat < 0):
+        r.fail("a_hat", "not row-stochastic: negative entry")
+    row_err = np.abs(a_hat.sum(axis=1) - 1.0)
+    if np.any(row_err > STOCHASTIC_ROW_TOL):
+        i = int(np.argmax(row_err))
+        r.fail("a_hat", f"not row-stochastic: row {i} sums to {a_hat[i].sum():.9g}")
+
+    tolerances = []
+    for t_index, tol in enumerate(r.get(doc, "tolerances", "", list)):
+        tolerances.append(_read_tolerance(r, tol, f"tolerances[{t_index}]", m, n))
+    return Record(
+        record_id=record_id, path=r.folder, schema_version=version, provenance=provenance,
+        form=form, logits=logits, queries=queries, keys=keys, scale=scale, bias=bias,
+        a_hat=a_hat, tolerances=tolerances,
+    )
+
+
+def _nonneg_int(r: _Reader, obj: dict, key: str, path: str, optional: bool = False) -> int | None:
+    value = r.get(obj, key, path, int, optional=optional)
+    if value is not None and value < 0:
+        r.fail(f"{path}.{key}", f"must be a non-negative integer, got {value}")
+    return value
+
+
+def _read_tolerance(r: _Reader, tol, path: str, m: int, n: int) -> Tolerance:
+    if not isinstance(tol, dict):
+        r.fail(path, "expected an object")
+    if "eps" not in tol:
+        r.fail(f"{path}.eps", "missing field")
+    eps, eps_text = r.eps(tol["eps"], f"{path}.eps")
+
+    upper = None
+    up = r.get(tol, "upper", path, dict, optional=True)
+    if up is not None:
+        rank = _nonneg_int(r, up, "rank", f"{path}.upper")
+        X = r.array(r.get(up, "X", f"{path}.upper", dict), f"{path}.upper.X")
+        Y = r.array(r.get(up, "Y", f"{path}.upper", dict), f"{path}.upper.Y")
+        if X.shape != (m, rank):
+            r.fail(f"{path}.upper.X", f"shape {list(X.shape)} disagrees with [m, rank] = [{m}, {rank}]")
+        if Y.shape != (n, rank):
+            r.fail(f"{path}.upper.Y", f"shape {list(Y.shape)} disagrees with [N, rank] = [{n}, {rank}]")
+        construction = up.get("construction", "")
+        upper = UpperWitness(rank=rank, X=X, Y=Y, construction=str(construction))
+
+    lower = []
+    for c_index, cert in enumerate(r.get(tol, "lower", path, list, optional=True) or []):
+        cpath = f"{path}.lower[{c_index}]"
+        kind = r.get(cert, "kind", cpath, str)
+        claimed = _nonneg_int(r, cert, "lower", cpath)
+        data: dict[str, Any] = {}
+        for key, value in cert.items():
+            if key in ("kind", "lower"):
+                continue
+            if isinstance(value, dict) and "sha256" in value:
+                dtype = value.get("dtype", "float64")
+                if dtype not in ("float64", "int64"):
+                    r.fail(f"{cpath}.{key}.dtype", f"expected float64 or int64, got {dtype!r}")
+                shape = value.get("shape")
+                ndim = len(shape) if isinstance(shape, list) else 2
+                data[key] = r.array(value, f"{cpath}.{key}", dtype=dtype, ndim=ndim)
+            else:
+                data[key] = value
+        lower.append(LowerCertificate(kind=kind, lower=claimed, data=data))
+
+    f64 = r.get(tol, "float64", path, dict, optional=True) or {}
+    f_lower = _nonneg_int(r, f64, "lower", f"{path}.float64", optional=True)
+    f_upper = _nonneg_int(r, f64, "upper", f"{path}.float64", optional=True)
+    verdicts = {}
+    raw_verdicts = r.get(f64, "verdicts", f"{path}.float64", dict, optional=True) or {}
+    for budget, verdict in raw_verdicts.items():
+        try:
+            k = int(budget)
+        except ValueError:
+            r.fail(f"{path}.float64.verdicts", f"budget {budget!r} is not an integer")
+        if k < 0:
+            r.fail(f"{path}.float64.verdicts", f"budget {k} is negative")
+        if verdict not in VERDICTS:
+            r.fail(f"{path}.float64.verdicts.{budget}", f"expected one of {VERDICTS}, got {verdict!r}")
+        verdicts[k] = verdict
+    return Tolerance(eps=eps, eps_text=eps_text, upper=upper, lower=lower,
+                     float64_lower=f_lower, float64_upper=f_upper, float64_verdicts=verdicts)
+
+
+def list_records(store: str | os.PathLike) -> list[Path]:
+    """Record folders of a store, sorted by id. Raises ``InputError`` if STORE is not a store."""
+    root = Path(store) / "records"
+    if not root.is_dir():
+        raise InputError(str(store), "records", "not a SoftRank store (no records/ folder)")
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+# ----------------------------------------------------------------------------------------------
+# Writing
+# ----------------------------------------------------------------------------------------------
+
+
+class RecordWriter:
+    """Assembles one record; ``commit()`` moves it into the store atomically.
+
+    Usage::
+
+        w = RecordWriter(store, "minilm-L0-H3-src7", provenance={...})
+        w.set_logits(H)              # or w.set_qk(Q, K, scale, bias=None)
+        w.set_a_hat(A_hat)
+        w.add_tolerance(0.25, upper=(X, Y, "tsvd"), lower=[...], float64={...})
+        w.commit()
+    """
+
+    def __init__(self, store: str | os.PathLike, record_id: str, provenance: dict[str, Any]):
+        if not RECORD_ID_RE.match(record_id):
+            raise ValueError(f"invalid record id {record_id!r}")
+        self.store = Path(store)
+        self.record_id = record_id
+        (self.store / "records").mkdir(parents=True, exist_ok=True)
+        self._tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{record_id}-", dir=self.store / "records"))
+        (self._tmp / "arrays").mkdir()
+        self.doc: dict[str, Any] = {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION_WRITTEN,
+            "record_id": record_id,
+            "provenance": provenance,
+            "operator": None,
+            "a_hat": None,
+            "tolerances": [],
+        }
+        self._names: set[str] = set()
+
+    def array(self, name: str, arr: np.ndarray, dtype: str = "float64") -> dict[str, Any]:
+        """Write ``arrays/<name>.npy`` and return its manifest reference."""
+        if name in self._names:
+            raise ValueError(f"array name {name!r} used twice")
+        self._names.add(name)
+        arr = np.ascontiguousarray(np.asarray(arr, dtype=np.dtype(dtype).newbyteorder("<")))
+        buf = io.BytesIO()
+        np.save(buf, arr, allow_pickle=False)
+        raw = buf.getvalue()
+        rel = f"arrays/{name}.npy"
+        with open(self._tmp / rel, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return {"path": rel, "dtype": dtype, "shape": list(arr.shape), "sha256": hashlib.sha256(raw).hexdigest()}
+
+    def set_logits(self, logits: np.ndarray) -> None:
+        self.doc["operator"] = {"form": "logits", "logits": self.array("logits", logits)}
+
+    def set_qk(self, queries, keys, scale: float, bias=None) -> None:
+        op = {"form": "qk", "queries": self.array("queries", queries), "keys": self.array("keys", keys),
+              "scale": float(scale), "bias": None if bias is None else self.array("bias", bias)}
+        self.doc["operator"] = op
+
+    def set_a_hat(self, a_hat: np.ndarray) -> None:
+        self.doc["a_hat"] = self.array("a_hat", a_hat)
+
+    def add_tolerance(self, eps, upper=None, lower=None, float64=None) -> None:
+        """``upper``: (X, Y, construction) or None. ``lower``: list of dicts
+        ``{"kind", "lower", **fields}`` whose numpy-array fields are written as arrays.
+        ``float64``: ``{"lower", "upper", "verdicts": {budget: verdict}}``."""
+        t = len(self.doc["tolerances"])
+        entry: dict[str, Any] = {"eps": eps if isinstance(eps, (str, float)) else float(eps)}
+        if upper is not None:
+            X, Y, construction = upper
+            X = np.asarray(X, dtype=np.float64)
+            entry["upper"] = {"rank": int(X.shape[1]), "X": self.array(f"t{t}_upper_X", X),
+                              "Y": self.array(f"t{t}_upper_Y", Y), "construction": construction}
+        else:
+            entry["upper"] = None
+        certs = []
+        for c, cert in enumerate(lower or []):
+            out = {}
+            for key, value in cert.items():
+                if isinstance(value, np.ndarray):
+                    dtype = "int64" if value.dtype.kind in "iu" else "float64"
+                    out[key] = self.array(f"t{t}_lower{c}_{key}", value, dtype=dtype)
+                else:
+                    out[key] = value
+            certs.append(out)
+        entry["lower"] = certs
+        entry["float64"] = _jsonable(float64 or {})
+        self.doc["tolerances"].append(entry)
+
+    def commit(self) -> Path:
+        if self.doc["operator"] is None or self.doc["a_hat"] is None:
+            raise ValueError("record needs an operator and a_hat before commit")
+        with open(self._tmp / "record.json", "w", encoding="utf-8") as fh:
+            json.dump(_jsonable(self.doc), fh, indent=1, allow_nan=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        final = self.store / "records" / self.record_id
+        if final.exists():
+            trash = Path(tempfile.mkdtemp(prefix=f".old-{self.record_id}-", dir=self.store / "records"))
+            os.rename(final, trash / "old")
+            os.rename(self._tmp, final)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            os.rename(self._tmp, final)
+        return final
+
+    def abort(self) -> None:
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, Fraction):
+        return f"{obj.numerator}/{obj.denominator}"
+    return obj
+
+
+def write_index(store: str | os.PathLike) -> Path:
+    """(Re)write ``index.csv`` atomically from the record manifests (no array is loaded)."""
+    store = Path(store)
+    rows = []
+    for folder in list_records(store):
+        try:
+            doc = json.loads((folder / "record.json").read_text(encoding="utf-8"))
+            prov = doc.get("provenance", {})
+            shape = (doc.get("a_hat") or {}).get("shape", [None, None])
+            rows.append({"record_id": doc.get("record_id", folder.name), "model": prov.get("model", ""),
+                         "family": prov.get("family", ""), "layer": prov.get("layer", ""),
+                         "head": prov.get("head", ""), "m": shape[0], "N": shape[1],
+                         "form": (doc.get("operator") or {}).get("form", ""),
+                         "tolerances": len(doc.get("tolerances", []))})
+        except (OSError, ValueError, AttributeError, TypeError):
+            rows.append({"record_id": folder.name, "model": "(unreadable)"})
+    fields = ["record_id", "model", "family", "layer", "head", "m", "N", "form", "tolerances"]
+    fd, tmp = tempfile.mkstemp(prefix=".index-", suffix=".csv", dir=store)
+    with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, store / "index.csv")
+    return store / "index.csv"

@@ -1,0 +1,85 @@
+"""The door from binary64 into Arb balls, certain comparisons, and exact float conversions.
+
+Every function here is exact or rounds outward; none of them rounds to nearest in a direction
+that could make a bound unsafe.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from flint import arb
+
+from softrank.errors import InputError
+
+
+def arb_from_binary64(x: float, where: str = "", field: str = "") -> arb:
+    """The exact binary64 value of ``x`` as a zero-radius ball; NaN and infinities are rejected."""
+    x = float(x)
+    if not math.isfinite(x):
+        raise InputError(where or "input", field, f"non-finite value {x!r}")
+    return arb(x)
+
+
+def fraction_from_binary64(x: float, where: str = "", field: str = "") -> Fraction:
+    """The exact binary64 value of ``x`` as a rational; NaN and infinities are rejected."""
+    x = float(x)
+    if not math.isfinite(x):
+        raise InputError(where or "input", field, f"non-finite value {x!r}")
+    return Fraction(x)
+
+
+def arb_from_fraction(q: Fraction) -> arb:
+    """A ball containing the rational ``q`` (exact when q is dyadic)."""
+    return arb(q.numerator) / arb(q.denominator)
+
+
+def exact_fraction(x: arb) -> Fraction:
+    """The exact value of an exact (zero-radius) ball, e.g. an endpoint from ``x.upper()``."""
+    if not x.is_exact() or not x.is_finite():
+        raise ValueError("exact_fraction needs a finite exact ball")
+    man, exp = x.man_exp()
+    man, exp = int(man), int(exp)
+    return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2 ** (-exp))
+
+
+def upper_fraction(x: arb) -> Fraction:
+    """An exact rational >= every point of the ball ``x``."""
+    return exact_fraction(x.upper())
+
+
+def lower_fraction(x: arb) -> Fraction:
+    """An exact rational <= every point of the ball ``x``."""
+    return exact_fraction(x.lower())
+
+
+def float_at_least(q: Fraction) -> float:
+    """The least binary64 number >= the rational ``q`` (overflow gives inf, still >= q)."""
+    f = float(q)  # rounds to nearest; step up if it fell below
+    if math.isfinite(f) and Fraction(f) < q:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def float_at_most(q: Fraction) -> float:
+    """The greatest binary64 number <= the rational ``q``."""
+    f = float(q)
+    if math.isfinite(f) and Fraction(f) > q:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def float_upper(x: arb) -> float:
+    """A binary64 number >= every point of the ball ``x``."""
+    return float_at_least(upper_fraction(x))
+
+
+def certainly_le(x: arb, bound: Fraction) -> bool:
+    """True only when every point of ``x`` is <= ``bound``. False means *not certain*."""
+    return x.is_finite() and upper_fraction(x) <= bound
+
+
+def certainly_gt(x: arb, bound: Fraction) -> bool:
+    """True only when every point of ``x`` is > ``bound``. False means *not certain*."""
+    return x.is_finite() and lower_fraction(x) > bound

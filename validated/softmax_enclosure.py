@@ -1,0 +1,86 @@
+"""Arb-ball enclosure of the operator ``A = rowsoftmax(H)`` from a record's stored numbers,
+and ``chi``, a proven upper bound on ``||A - A_hat||_inf`` (proofs/softmax_enclosure.md,
+proofs/lemma_S_slack_sandwich.md).
+
+The logits are exact reals defined by binary64 numbers: either stored directly, or
+``H = scale * Q K^T + bias``, enclosed here in balls.  ``exp`` is evaluated by Arb, which
+returns a ball that contains the exact value; the row sum and the division are ball operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+from flint import arb, arb_mat, ctx
+
+from softrank.validated.float_bounds import max_rowsum_abs_diff_upper
+
+ENCLOSURE_PREC_BITS = 80
+_TINY = 2.0**-1070  # covers a subnormal rounding of a midpoint (<= 2^-1075)
+
+
+@dataclass
+class SoftmaxEnclosure:
+    """``|A_ij - a_mid_ij| <= a_rad_ij`` for the exact operator A (both arrays binary64).
+
+    ``balls`` keeps the Arb rows (list of lists) for the strict route.
+    """
+
+    a_mid: np.ndarray
+    a_rad: np.ndarray
+    balls: list[list[arb]]
+    prec_bits: int
+
+
+def _arb_mat(a: np.ndarray) -> arb_mat:
+    """Zero-radius ball matrix with the exact binary64 entries of ``a``."""
+    return arb_mat(a.shape[0], a.shape[1], a.ravel().tolist())
+
+
+def logits_balls(logits=None, queries=None, keys=None, scale=None, bias=None) -> list[list[arb]]:
+    """Rows of balls containing the exact logits: the stored H, or scale * Q K^T (+ bias)."""
+    if logits is not None:
+        return [[arb(v) for v in row] for row in logits.tolist()]
+    prod = _arb_mat(queries) * _arb_mat(np.ascontiguousarray(keys.T))
+    rows = prod.tolist()
+    beta = arb(float(scale))
+    if bias is None:
+        return [[beta * h for h in row] for row in rows]
+    return [[beta * h + b for h, b in zip(row, brow)] for row, brow in zip(rows, bias.tolist())]
+
+
+def rowsoftmax_enclosure(h_rows: list[list[arb]], prec_bits: int = ENCLOSURE_PREC_BITS) -> SoftmaxEnclosure:
+    """Enclose ``A_ij = exp(H_ij - c_i) / sum_l exp(H_il - c_i)`` (any shift c_i leaves A unchanged;
+    c_i is the largest midpoint of row i, to keep every exponent <= 0 up to the ball radius)."""
+    old = ctx.prec
+    ctx.prec = prec_bits
+    try:
+        balls, mids, rads = [], [], []
+        for row in h_rows:
+            shift = arb(max(float(h.mid()) for h in row))
+            e = [(h - shift).exp() for h in row]
+            total = sum(e[1:], e[0])
+            a_row = [x / total for x in e]
+            balls.append(a_row)
+            mids.append([float(a.mid()) for a in a_row])
+            rads.append([float(a.rad()) for a in a_row])
+    finally:
+        ctx.prec = old
+    a_mid = np.array(mids, dtype=np.float64)
+    # |A - a_mid| <= rad + |mid - float(mid)| <= rad + |a_mid| 2^-52 (+ subnormal slack); every
+    # float step below rounds up: float(rad) is bumped one ulp, the sum is bumped one ulp.
+    rad = np.nextafter(np.array(rads, dtype=np.float64), np.inf)
+    a_rad = np.nextafter(rad + np.abs(a_mid) * 2.0**-52 + _TINY, np.inf)
+    if not (np.all(np.isfinite(a_mid)) and np.all(np.isfinite(a_rad))):
+        raise ArithmeticError("softmax enclosure is not finite (logits out of range for Arb?)")
+    return SoftmaxEnclosure(a_mid=a_mid, a_rad=a_rad, balls=balls, prec_bits=prec_bits)
+
+
+def chi_upper(enc: SoftmaxEnclosure, a_hat: np.ndarray) -> Fraction | None:
+    """A proven upper bound on ``chi = ||A - A_hat||_inf`` (exact rational; None on overflow).
+
+    ``sum_j |A_ij - Ahat_ij| <= sum_j (a_rad_ij + |a_mid_ij - Ahat_ij|)``, bounded in binary64
+    by Lemma B2 (proofs/binary64_error_bounds.md)."""
+    return max_rowsum_abs_diff_upper(enc.a_mid, enc.a_rad, a_hat)

@@ -1,0 +1,99 @@
+"""Lemma U (proofs/lemma_U_upper_witness.md): a certified ``||A - X Y^T||_inf <= eps`` proves
+``r_eps(A) <= k`` for factors X (m x k), Y (N x k); no rank test is needed.
+
+Two routes to the upper bound on ``||A - X Y^T||_inf``:
+
+- ``binary64-bound``: the product in BLAS binary64 with the a-priori bounds of
+  proofs/binary64_error_bounds.md, against the enclosure of A (or against A_hat with chi charged,
+  Lemma S).  Cost close to the plain float64 check.
+- ``arb``: every step in Arb balls (``--strict``).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+from flint import arb, arb_mat, ctx
+
+from softrank.validated.balls import certainly_gt, upper_fraction
+from softrank.validated.float_bounds import (
+    BINARY64_ASSUMPTIONS,
+    matmul_error_rowsum_upper,
+    max_rowsum_abs_diff_upper,
+)
+from softrank.validated.outcome import Check, Outcome
+from softrank.validated.softmax_enclosure import ENCLOSURE_PREC_BITS, SoftmaxEnclosure
+
+LEMMA_U = "proofs/lemma_U_upper_witness.md"
+ARB_ASSUMPTIONS = ["Arb ball arithmetic (python-flint) returns balls that contain the exact results"]
+
+
+def witness_error_upper_binary64(a_mid: np.ndarray, a_rad: np.ndarray | None, x: np.ndarray,
+                                 y: np.ndarray) -> Fraction | None:
+    """Exact rational upper bound on ``max_i sum_j |A_ij - (X Y^T)_ij|`` for every A with
+    ``|A - a_mid| <= a_rad`` (a_rad None means A = a_mid exactly). None on overflow.
+
+    ``|A - XY^T| <= a_rad + |a_mid - fl(XY^T)| + |fl(XY^T) - XY^T|``, row-summed: Lemma B2 for
+    the first two terms, Lemma B3 for the product error (proofs/binary64_error_bounds.md)."""
+    p = x @ y.T
+    first = max_rowsum_abs_diff_upper(a_mid, a_rad, p)
+    second = matmul_error_rowsum_upper(x, y)
+    if first is None or second is None:
+        return None
+    return first + second
+
+
+def witness_error_ball(balls: list[list[arb]], x: np.ndarray, y: np.ndarray) -> arb:
+    """A ball containing ``||A - X Y^T||_inf`` computed entirely in Arb (strict route)."""
+    m, k = x.shape
+    n = y.shape[0]
+    with ctx.workprec(ENCLOSURE_PREC_BITS):
+        return _witness_error_ball(balls, x, y, m, k, n)
+
+
+def _witness_error_ball(balls, x, y, m, k, n) -> arb:
+    if k == 0:
+        rows = [sum((abs(a) for a in row), arb(0)) for row in balls]
+    else:
+        prod = (arb_mat(m, k, x.ravel().tolist()) * arb_mat(k, n, np.ascontiguousarray(y.T).ravel().tolist())).tolist()
+        rows = [sum((abs(a - b) for a, b in zip(arow, brow)), arb(0)) for arow, brow in zip(balls, prod)]
+    best = rows[0]
+    for r in rows[1:]:
+        best = best.max(r)
+    return best
+
+
+def check_upper_witness(enc: SoftmaxEnclosure, x: np.ndarray, y: np.ndarray, eps: Fraction,
+                        *, strict: bool = False, chi: Fraction | None = None,
+                        a_hat: np.ndarray | None = None, operator_assumption: str = "") -> Check:
+    """Lemma U (proofs/lemma_U_upper_witness.md), with Lemma S (proofs/lemma_S_slack_sandwich.md)
+    as a second binary64 route when ``chi`` and ``a_hat`` are given.
+
+    Well-formed input and outcome PROVED imply ``||A - X Y^T||_inf <= eps``, hence
+    ``r_eps(A) <= x.shape[1]``.  REFUTED means ``||A - X Y^T||_inf > eps`` certainly (from an Arb
+    evaluation).  UNRESOLVED otherwise.
+    """
+    base = [operator_assumption] if operator_assumption else []
+    if not strict:
+        direct = witness_error_upper_binary64(enc.a_mid, enc.a_rad, x, y)
+        via_chi = None
+        if chi is not None and a_hat is not None:
+            plain = witness_error_upper_binary64(a_hat, None, x, y)
+            via_chi = None if plain is None else plain + chi
+        candidates = [(v, r) for v, r in ((direct, "binary64-bound"), (via_chi, "binary64-bound+chi")) if v is not None]
+        if candidates:
+            bound, route = min(candidates, key=lambda t: t[0])
+            if bound <= eps:
+                return Check(Outcome.PROVED, LEMMA_U, value=f"{float(bound):.17g}", route=route,
+                             assumptions=base + BINARY64_ASSUMPTIONS + ARB_ASSUMPTIONS)
+    # Strict route, or the referee when binary64 bounds are inconclusive.
+    ball = witness_error_ball(enc.balls, x, y)
+    value = f"{float(upper_fraction(ball)):.17g}" if ball.is_finite() else "inf"
+    if ball.is_finite() and upper_fraction(ball) <= eps:
+        return Check(Outcome.PROVED, LEMMA_U, value=value, route="arb", assumptions=base + ARB_ASSUMPTIONS)
+    if certainly_gt(ball, eps):
+        return Check(Outcome.REFUTED, LEMMA_U, value=value, route="arb", assumptions=base + ARB_ASSUMPTIONS,
+                     reason="||A - X Y^T||_inf > eps certainly")
+    return Check(Outcome.UNRESOLVED, LEMMA_U, value=value, route="arb", assumptions=base + ARB_ASSUMPTIONS,
+                 reason="the ball for ||A - X Y^T||_inf straddles eps")

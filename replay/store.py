@@ -396,6 +396,20 @@ class RecordWriter:
         }
         self._names: set[str] = set()
 
+    @classmethod
+    def from_record(cls, store: str | os.PathLike, record: Record, provenance_update: dict | None = None) -> "RecordWriter":
+        """A writer that re-creates ``record`` (provenance, operator, a_hat) with no tolerances,
+        e.g. to write a bracketed version of an extracted record."""
+        prov = dict(record.provenance)
+        prov.update(provenance_update or {})
+        w = cls(store, record.record_id, prov)
+        if record.form == "logits":
+            w.set_logits(record.logits)
+        else:
+            w.set_qk(record.queries, record.keys, record.scale, record.bias)
+        w.set_a_hat(record.a_hat)
+        return w
+
     def array(self, name: str, arr: np.ndarray, dtype: str = "float64") -> dict[str, Any]:
         """Write ``arrays/<name>.npy`` and return its manifest reference."""
         if name in self._names:

@@ -40,10 +40,11 @@ def max_rowsum_abs_diff_upper(a_mid: np.ndarray, a_rad: np.ndarray | None, p: np
     additions and subtractions occur; a sum of N non-negative floats computed in any order is
     at least (1 - gamma_{N-1}) times its exact value.  Returns None on overflow.
     """
-    d = np.abs(a_mid - p)
-    if a_rad is not None:
-        d += a_rad
-    s = float(np.max(d.sum(axis=1)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = np.abs(a_mid - p)
+        if a_rad is not None:
+            d += a_rad
+        s = float(np.max(d.sum(axis=1)))
     if not np.isfinite(s):
         return None
     n = a_mid.shape[1]
@@ -63,9 +64,10 @@ def matmul_error_rowsum_upper(x: np.ndarray, y: np.ndarray) -> Fraction | None:
     n = y.shape[0]
     if k == 0:
         return Fraction(0)
-    c = np.abs(y).sum(axis=0)  # >= (1 - gamma_{N-1}) * exact
-    v = np.abs(x) @ c  # >= (1 - gamma_k) * exact(|X| c_float) - k eta
-    vmax = float(np.max(v))
+    with np.errstate(over="ignore", invalid="ignore"):
+        c = np.abs(y).sum(axis=0)  # >= (1 - gamma_{N-1}) * exact
+        v = np.abs(x) @ c  # >= (1 - gamma_k) * exact(|X| c_float) - k eta
+        vmax = float(np.max(v))
     if not np.isfinite(vmax):
         return None
     exact_xc = (Fraction(vmax) + k * UNDERFLOW_ETA) / ((1 - gamma(k)) * (1 - gamma(n)))

@@ -36,7 +36,8 @@ def witness_error_upper_binary64(a_mid: np.ndarray, a_rad: np.ndarray | None, x:
 
     ``|A - XY^T| <= a_rad + |a_mid - fl(XY^T)| + |fl(XY^T) - XY^T|``, row-summed: Lemma B2 for
     the first two terms, Lemma B3 for the product error (proofs/binary64_error_bounds.md)."""
-    p = x @ y.T
+    with np.errstate(over="ignore", invalid="ignore"):
+        p = x @ y.T
     first = max_rowsum_abs_diff_upper(a_mid, a_rad, p)
     second = matmul_error_rowsum_upper(x, y)
     if first is None or second is None:

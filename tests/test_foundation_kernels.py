@@ -1,0 +1,148 @@
+"""The validated upper-witness kernels: enclosure of rowsoftmax, chi, both routes of Lemma U,
+cross-checked against each other, against mpmath at 60 digits, and against exact rationals."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+from flint import arb
+
+from softrank.errors import InputError
+from softrank.validated.balls import (
+    arb_from_binary64, certainly_gt, certainly_le, float_at_least, float_at_most, fraction_from_binary64,
+    lower_fraction, upper_fraction,
+)
+from softrank.validated.float_bounds import gamma, matmul_error_rowsum_upper, max_rowsum_abs_diff_upper
+from softrank.validated.outcome import Outcome
+from softrank.validated.softmax_enclosure import chi_upper, logits_balls, rowsoftmax_enclosure
+from softrank.validated.upper_witness import check_upper_witness, witness_error_ball, witness_error_upper_binary64
+
+
+def softmax64(h):
+    e = np.exp(h - h.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def mp_softmax_row(row):
+    with mpmath.workdps(60):
+        e = [mpmath.exp(mpmath.mpf(float(v))) for v in row]
+        s = mpmath.fsum(e)
+        return [x / s for x in e]
+
+
+@pytest.mark.parametrize("spread", [0.1, 5.0, 60.0, 700.0])
+def test_enclosure_contains_high_precision_softmax(spread):
+    rng = np.random.default_rng(int(spread * 10))
+    h = rng.normal(size=(7, 9)) * spread
+    enc = rowsoftmax_enclosure(logits_balls(logits=h))
+    with mpmath.workdps(60):
+        for i in range(h.shape[0]):
+            for j, a in enumerate(mp_softmax_row(h[i])):
+                assert abs(a - mpmath.mpf(enc.a_mid[i, j])) <= mpmath.mpf(enc.a_rad[i, j])
+    assert np.all(enc.a_rad < 1e-15)
+
+
+def test_qk_form_encloses_the_same_operator_as_its_exact_logits():
+    rng = np.random.default_rng(3)
+    q, k = rng.normal(size=(5, 4)), rng.normal(size=(6, 4))
+    bias = rng.normal(size=(5, 6))
+    enc = rowsoftmax_enclosure(logits_balls(queries=q, keys=k, scale=0.125, bias=bias))
+    with mpmath.workdps(60):
+        for i in range(5):
+            h = [mpmath.mpf(0.125) * mpmath.fsum(mpmath.mpf(q[i, l]) * mpmath.mpf(k[j, l]) for l in range(4)) + mpmath.mpf(bias[i, j]) for j in range(6)]
+            e = [mpmath.exp(x) for x in h]
+            s = mpmath.fsum(e)
+            for j in range(6):
+                assert abs(e[j] / s - mpmath.mpf(enc.a_mid[i, j])) <= mpmath.mpf(enc.a_rad[i, j])
+
+
+def exact_uniform_case(rng, m, n, k):
+    """H = 0, so A = 1/N exactly: the exact witness error is a rational we can compute."""
+    h = np.zeros((m, n))
+    x, y = rng.normal(size=(m, k)) / math.sqrt(n), rng.normal(size=(n, k)) / math.sqrt(n)
+    exact = max(sum(abs(Fraction(1, n) - sum(Fraction(x[i, l]) * Fraction(y[j, l]) for l in range(k))) for j in range(n)) for i in range(m))
+    return h, x, y, exact
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_both_routes_bound_the_exact_error_and_agree(seed):
+    rng = np.random.default_rng(seed)
+    h, x, y, exact = exact_uniform_case(rng, 6, 7, 3)
+    enc = rowsoftmax_enclosure(logits_balls(logits=h))
+    bound = witness_error_upper_binary64(enc.a_mid, enc.a_rad, x, y)
+    ball = witness_error_ball(enc.balls, x, y)
+    assert exact <= bound
+    assert lower_fraction(ball) <= exact <= upper_fraction(ball)
+    assert bound - exact < Fraction(1, 10**13)  # the a-priori route is tight, not just sound
+
+
+@pytest.mark.parametrize("n,k", [(32, 4), (64, 16), (128, 32)])
+def test_binary64_route_is_sound_against_arb_on_random_operators(n, k):
+    rng = np.random.default_rng(n + k)
+    h = rng.normal(size=(n, n)) * 3
+    a = softmax64(h)
+    u, s, vt = np.linalg.svd(a)
+    x, y = u[:, :k] * s[:k], vt[:k].T.copy()
+    enc = rowsoftmax_enclosure(logits_balls(logits=h))
+    bound = witness_error_upper_binary64(enc.a_mid, enc.a_rad, x, y)
+    ball = witness_error_ball(enc.balls, x, y)
+    assert bound >= lower_fraction(ball)  # never below a value the true error may take
+    assert float(bound - upper_fraction(ball)) < 1e-12 * float(bound)
+
+
+def test_chi_bounds_the_exact_distance_to_a_hat():
+    n = 7
+    h = np.zeros((3, n))
+    a_hat = np.full((3, n), 1.0 / n)  # rounded 1/7
+    enc = rowsoftmax_enclosure(logits_balls(logits=h))
+    chi = chi_upper(enc, a_hat)
+    exact = n * abs(Fraction(1, n) - Fraction(1.0 / n))
+    assert exact <= chi < exact + Fraction(1, 10**14)
+
+
+def test_check_is_three_valued_at_the_edge():
+    rng = np.random.default_rng(9)
+    h, x, y, exact = exact_uniform_case(rng, 5, 6, 2)
+    enc = rowsoftmax_enclosure(logits_balls(logits=h))
+    assert check_upper_witness(enc, x, y, exact + Fraction(1, 10**9)).outcome is Outcome.PROVED
+    assert check_upper_witness(enc, x, y, exact + Fraction(1, 10**9), strict=True).outcome is Outcome.PROVED
+    assert check_upper_witness(enc, x, y, exact - Fraction(1, 10**9)).outcome is Outcome.REFUTED
+    # eps equal to the exact error: the ball straddles it, so the only honest answer is unresolved.
+    at_edge = check_upper_witness(enc, x, y, exact)
+    assert at_edge.outcome is Outcome.UNRESOLVED
+    # eps below the exact error by 1e-40: never proved.
+    assert check_upper_witness(enc, x, y, exact - Fraction(1, 10**40)).outcome is not Outcome.PROVED
+
+
+def test_certain_comparisons_and_outward_conversions():
+    ball = arb("1 +/- 0.25")
+    assert not certainly_le(ball, Fraction(1)) and not certainly_gt(ball, Fraction(1))
+    assert certainly_le(ball, Fraction(3, 2)) and certainly_gt(ball, Fraction(1, 2))
+    for q in (Fraction(1, 3), Fraction(-2, 7), Fraction(10**30, 3), Fraction(1, 10**320)):
+        assert Fraction(float_at_least(q)) >= q and Fraction(float_at_most(q)) <= q
+    assert gamma(10) > 10 * Fraction(1, 2**53)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_the_door_rejects_non_finite_numbers(bad):
+    with pytest.raises(InputError):
+        fraction_from_binary64(bad, "x.json", "scale")
+    with pytest.raises(InputError):
+        arb_from_binary64(bad, "x.json", "scale")
+
+
+def test_float_bounds_return_none_on_overflow():
+    big = np.full((2, 2), 1e308)
+    assert max_rowsum_abs_diff_upper(big, None, -big) is None
+    assert matmul_error_rowsum_upper(np.full((2, 1), 1e200), np.full((2, 1), 1e200)) is None
+
+
+def test_rank_zero_witness():
+    h = np.array([[0.0, 1.0], [2.0, -1.0]])
+    enc = rowsoftmax_enclosure(logits_balls(logits=h))
+    x, y = np.zeros((2, 0)), np.zeros((2, 0))
+    assert check_upper_witness(enc, x, y, Fraction(99, 100)).outcome is Outcome.REFUTED  # ||A||_inf = 1

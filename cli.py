@@ -1,4 +1,4 @@
-"""The ``softrank`` console command.
+"""softrank: trustworthy low-rank certificates for softmax attention (the console command).
 
 One table maps each subcommand to the module that implements it.  A module exposes
 ``configure(parser)`` (adds its arguments) and ``run(args) -> int`` (the exit code).  Modules are
@@ -37,7 +37,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        if only is None or name == only:
+        if name == only:  # only the chosen subcommand is imported and configured
             _module(module_name).configure(p)
     return parser
 
@@ -52,7 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     if command not in COMMANDS:
         command = None
     # Configure only the chosen subcommand, so one command's heavy imports never slow another.
-    parser = build_parser(only=command)
+    try:
+        parser = build_parser(only=command)
+    except ModuleNotFoundError as err:
+        if err.name and err.name.startswith("softrank."):
+            print(f"softrank {command}: error: this subcommand is not available in this build ({err.name} missing)",
+                  file=sys.stderr)
+            return 2
+        raise
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

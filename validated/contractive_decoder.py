@@ -35,20 +35,26 @@ LEMMA_D = "proofs/lemma_D_contractive_decoder.md"
 WHAT = "||A_S W - I_p||_inf + eps max_j ||W_j||_1 < 1"
 
 
-def decoder_sum_binary64(a_mid_s: np.ndarray, a_rad_s: np.ndarray, w: np.ndarray,
-                         eps: Fraction) -> tuple[Fraction, Fraction] | None:
+def decoder_sum_binary64(a_mid_s: np.ndarray, a_rad_s: np.ndarray, w: np.ndarray, eps: Fraction,
+                         with_lower: bool = True) -> tuple[Fraction | None, Fraction] | None:
     """Exact rationals ``lo <= ||A_S W - I||_inf + eps max_j ||W_j||_1 <= hi`` for every A_S with
-    ``|A_S - a_mid_s| <= a_rad_s``; None when a bound is unavailable (overflow)."""
+    ``|A_S - a_mid_s| <= a_rad_s`` (lo is None unless ``with_lower``); None when a bound is
+    unavailable (overflow)."""
     p = w.shape[1]
     z = a_mid_s @ w
     z[np.diag_indices(p)] -= 1.0
-    d_hi, d_lo = max_abs_rowsum_upper(z), max_abs_rowsum_lower(z)
-    prod_err = matmul_error_rowsum_upper(a_mid_s, np.ascontiguousarray(w.T))
+    d_hi = max_abs_rowsum_upper(z)
+    prod_err = matmul_error_rowsum_upper(a_mid_s, w.T)
     rad = nonneg_product_rowsum_upper(a_rad_s, np.abs(w))
-    w_hi, w_lo = max_abs_rowsum_upper(w), max_abs_rowsum_lower(w)
-    if None in (d_hi, d_lo, prod_err, rad, w_hi, w_lo):
+    w_hi = max_abs_rowsum_upper(w)
+    if None in (d_hi, prod_err, rad, w_hi):
         return None
     hi = d_hi / (1 - U) + prod_err + rad + eps * w_hi
+    if not with_lower:
+        return None, hi
+    d_lo, w_lo = max_abs_rowsum_lower(z), max_abs_rowsum_lower(w)
+    if d_lo is None or w_lo is None:
+        return None
     lo = d_lo / (1 + U) - prod_err - rad + eps * w_lo
     return lo, hi
 
@@ -83,7 +89,10 @@ def check_contractive_decoder(enc: SoftmaxEnclosure, eps: Fraction, rows: np.nda
     base = [operator_assumption] if operator_assumption else []
     last = None
     if not strict:
-        bounds = decoder_sum_binary64(enc.a_mid[rows], enc.a_rad[rows], w, eps)
+        a_s, r_s = enc.a_mid[rows], enc.a_rad[rows]
+        bounds = decoder_sum_binary64(a_s, r_s, w, eps, with_lower=False)
+        if bounds is not None and bounds[1] >= 1:
+            bounds = decoder_sum_binary64(a_s, r_s, w, eps)
         if bounds is not None:
             lo, hi = bounds
             last = _decide(lo, hi, "binary64-bound", base + BINARY64_ASSUMPTIONS + ARB_ASSUMPTIONS)
@@ -97,10 +106,11 @@ def check_contractive_decoder(enc: SoftmaxEnclosure, eps: Fraction, rows: np.nda
     return _decide(lower_fraction(ball), upper_fraction(ball), "arb", base + ARB_ASSUMPTIONS)
 
 
-def _decide(lo: Fraction, hi: Fraction, route: str, assumptions: list[str]) -> Check:
+def _decide(lo: Fraction | None, hi: Fraction, route: str, assumptions: list[str]) -> Check:
     value = f"{float_at_least(hi):.17g}"
     if hi < 1:
         return Check(Outcome.PROVED, LEMMA_D, value=value, route=route, assumptions=assumptions)
+    assert lo is not None
     bounds = f"sum in [{float_at_most(lo):.17g}, {value}], margin 1 - upper = {float(1 - hi):+.3e}"
     if lo >= 1:
         return Check(Outcome.REFUTED, LEMMA_D, value=value, route=route, assumptions=assumptions,

@@ -27,6 +27,7 @@ from softrank.validated.balls import float_at_least, float_at_most, upper_fracti
 from softrank.validated.binary64_norms import (
     ETA,
     U,
+    frobenius_sq_lower,
     frobenius_sq_upper,
     frobenius_upper,
     product_error_frobenius_upper,
@@ -166,9 +167,12 @@ def singular_values_enclosed(b: SvdBounds) -> list[tuple[Fraction, Fraction]]:
 
 
 def tail_norm_enclosed(b: SvdBounds, k: int) -> tuple[Fraction, Fraction]:
-    """Lemma E (tail form): ``lo <= t_k(M) = sqrt(sum_{i>k} sigma_i(M)^2) <= hi`` (lo >= 0)."""
-    tail = b.s[k:]
-    sq = sum((Fraction(x) ** 2 for x in tail.tolist()), Fraction(0))
-    lo = max(Fraction(0), b.c_lo * sqrt_lower(sq) - b.rho)
-    hi = b.c_hi * sqrt_upper(sq) + b.rho
+    """Lemma E (tail form): ``lo <= t_k(M) = sqrt(sum_{i>k} sigma_i(M)^2) <= hi`` (lo >= 0).
+    ``||s_{>k}||_2^2`` is bounded from its binary64 evaluation by R3 (``binary64_norms``)."""
+    tail = np.ascontiguousarray(b.s[k:])
+    sq_lo, sq_hi = frobenius_sq_lower(tail), frobenius_sq_upper(tail)
+    if sq_lo is None or sq_hi is None:  # overflow of the float sum: exact rationals instead
+        sq_lo = sq_hi = sum((Fraction(x) ** 2 for x in tail.tolist()), Fraction(0))
+    lo = max(Fraction(0), b.c_lo * sqrt_lower(sq_lo) - b.rho)
+    hi = b.c_hi * sqrt_upper(sq_hi) + b.rho
     return lo, hi

@@ -1,0 +1,87 @@
+"""``softrank kappa STORE [STORE ...]``: brackets for the intrinsic size kappa(T) on a store.
+
+For each record, C = P_m H P_N is formed from the logits (never from log A), T := X0 Y0^T with
+X0, Y0 the balanced factors of a float64 rank-r SVD of C (T is defined exactly by these binary64
+factors).  The SDP of DESIGN section 5 (cvxpy + Clarabel, untrusted) proposes dual weights (p, q)
+and a primal (S, c, d); ``softrank.validated.kappa_certificates`` turns them into
+
+    lower  <= kappa(T) <= upper          (Arb balls; Lemmas K1, K1', K3)
+    contrast <= kappa(T)                 (best 2 x 2 rectangle, Lemma K2)
+
+and kappa_bal = rad(X0) rad(Y0) (the balanced-factor surrogate) is reported beside them.
+
+    softrank kappa STORE [--records IDS] [--limit N] [--rank 8 | --rank 2,4,8,16] [--json] [--out CSV]
+
+``--rank`` with a list cycles the ranks over the records.  Exit 0 when every lower bound is
+validated (and below its upper bound), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+from softrank.errors import InputError
+
+
+def configure(parser) -> None:
+    parser.add_argument("stores", nargs="+", metavar="STORE")
+    parser.add_argument("--rank", default="8", help="rank r of T, or a comma list cycled over records (default 8)")
+    parser.add_argument("--records", default=None, help="comma-separated record ids (default all)")
+    parser.add_argument("--limit", type=int, default=None, help="at most this many records per store")
+    parser.add_argument("--max-n", type=int, default=None, dest="max_n", help="skip operators wider than this")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (summary and rows)")
+    parser.add_argument("--out", default=None, metavar="CSV", help="write one row per record to this CSV file")
+
+
+def bracket_record(rec, r: int) -> dict:
+    from softrank.fastpath.kappa_sdp import balanced_factors, bracket_kappa
+    from softrank.fastpath.theorem import double_centre, logits_float
+
+    t0 = time.perf_counter()
+    x0, y0 = balanced_factors(double_centre(logits_float(rec)), r)
+    row = {"record": rec.record_id, "model": rec.provenance.get("model", ""), "layer": rec.provenance.get("layer"),
+           "head": rec.provenance.get("head")}
+    row.update(bracket_kappa(x0, y0).as_dict())
+    row["seconds_total"] = time.perf_counter() - t0
+    return row
+
+
+def run(args) -> int:
+    from softrank.fastpath.theorem import rank_list, select_records, write_rows_csv
+
+    ranks = rank_list(args.rank, "kappa")
+    if args.limit is not None and args.limit < 1:
+        raise InputError("kappa", "limit", "must be >= 1")
+    recs = select_records(args.stores, args.records, args.limit, args.max_n)
+    if not recs:
+        raise InputError(",".join(args.stores), "records", "no records selected")
+    rows = []
+    for i, rec in enumerate(recs):
+        r = min(ranks[i % len(ranks)], min(rec.shape) - 1)
+        rows.append(bracket_record(rec, r))
+        if not args.json:
+            x = rows[-1]
+            print(f"{x['record']:<40} {x['m']}x{x['N']} r={x['r']:<2} kappa in [{x['lower']:.6g}, {x['upper']:.6g}] "
+                  f"gap {x['rel_gap']:.1e}  contrast {x['contrast_lower']:.4g}  kappa_bal {x['kappa_bal']:.4g} "
+                  f"({x['bal_over_kappa']:.3f}x)  {x['seconds_total']:.1f}s", flush=True)
+    ok = [x for x in rows if x["lower"] > 0 and x["lower"] <= x["upper"]]
+    summary = {
+        "operators": len(rows), "lower_validated": len(ok),
+        "median_rel_gap": statistics.median(x["rel_gap"] for x in rows),
+        "max_rel_gap": max(x["rel_gap"] for x in rows),
+        "median_bal_over_kappa": statistics.median(x["bal_over_kappa"] for x in rows),
+        "max_bal_over_kappa": max(x["bal_over_kappa"] for x in rows),
+        "median_contrast_over_kappa": statistics.median(x["contrast_lower"] / x["upper"] for x in rows),
+        "median_seconds": statistics.median(x["seconds_total"] for x in rows),
+        "shapes": sorted({f"{x['m']}x{x['N']}" for x in rows}), "ranks": sorted({x["r"] for x in rows}),
+    }
+    if args.out:
+        write_rows_csv(args.out, rows)
+    if args.json:
+        print(json.dumps({"summary": summary, "rows": rows}))
+    else:
+        for k, v in summary.items():
+            print(f"{k:>28}: {v}")
+    return 0 if len(ok) == len(rows) else 1

@@ -1,0 +1,117 @@
+"""``softrank theorem``: sanity checks of the theory's inequalities and invariances.
+
+    softrank theorem perturbation [--random 400] [--adversarial 200] [--seed 0] [--json]
+    softrank theorem tau STORE [STORE ...] [--rank 8] [--records IDS] [--limit N] [--json] [--out CSV]
+    softrank theorem gauge-audit STORE [STORE ...] [--rank 8] [...]
+    softrank theorem kappa-gamma STORE [STORE ...] [--rank 8] [...]
+
+Every "proved"/"validated" value comes from ``softrank.validated`` (Arb balls); the LPs, SDPs and
+gauges are untrusted proposals.  Exit 0 when no check is refuted, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+from softrank.errors import InputError
+
+
+def configure(parser) -> None:
+    sub = parser.add_subparsers(dest="check", metavar="CHECK", required=True)
+    p = sub.add_parser("perturbation", help="||softmax(x+h)-softmax(x)||_1 <= 2 tanh(osc(h)/4): random, adversarial, sharpness")
+    p.add_argument("--random", type=int, default=400, help="random cases (default 400)")
+    p.add_argument("--adversarial", type=int, default=200, help="adversarial cases (default 200)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    for name, help_text in (("tau", "A within tau(T) of rowsoftmax(T + 1 c^T), validated, T = rank-r truncation of C"),
+                            ("gauge-audit", "random diagonal and dense gauges: A, C, tau, kappa stay, native Gamma moves"),
+                            ("kappa-gamma", "kappa(C) <= Gamma (model's own factorization) and kappa(T) <= kappa_bal")):
+        s = sub.add_parser(name, help=help_text)
+        s.add_argument("stores", nargs="+", metavar="STORE")
+        s.add_argument("--rank", default="8", help="rank r of T, or a comma list cycled over records (default 8)")
+        s.add_argument("--records", default=None, help="comma-separated record ids (default all)")
+        s.add_argument("--limit", type=int, default=None, help="at most this many records per store")
+        s.add_argument("--max-n", type=int, default=None, dest="max_n", help="skip operators wider than this")
+        s.add_argument("--seed", type=int, default=0)
+        s.add_argument("--json", action="store_true")
+        s.add_argument("--out", default=None, metavar="CSV", help="write one row per check to this CSV file")
+
+
+def _emit(args, summary: dict, rows: list[dict]) -> None:
+    from softrank.fastpath.theorem import write_rows_csv
+
+    if getattr(args, "out", None):
+        write_rows_csv(args.out, rows)
+    if args.json:
+        print(json.dumps({"summary": summary, "rows": rows}))
+    else:
+        for k, v in summary.items():
+            print(f"{k:>36}: {v}")
+
+
+def run(args) -> int:
+    from softrank.fastpath import theorem as th
+
+    if args.check == "perturbation":
+        if args.random < 0 or args.adversarial < 0:
+            raise InputError("theorem perturbation", "random", "counts must be >= 0")
+        t0 = time.perf_counter()
+        res = th.perturbation_suite(args.random, args.adversarial, args.seed)
+        res["seconds"] = round(time.perf_counter() - t0, 2)
+        if args.json:
+            print(json.dumps(res))
+        else:
+            for k, v in res.items():
+                if k != "sharpness_sequence":
+                    print(f"{k:>30}: {v}")
+            for row in res["sharpness_sequence"]:
+                print(f"{'sharpness':>30}: a={row['a']} delta={row['delta']:g} ratio={row['ratio']:.12f} {row['outcome']}")
+        return 0 if res["counts"]["refuted"] == 0 else 1
+
+    ranks = th.rank_list(args.rank, f"theorem {args.check}")
+    if args.limit is not None and args.limit < 1:
+        raise InputError(f"theorem {args.check}", "limit", "must be >= 1")
+    recs = th.select_records(args.stores, args.records, args.limit, args.max_n)
+    t0 = time.perf_counter()
+    rows: list[dict] = []
+    for i, rec in enumerate(recs):
+        r = min(ranks[i % len(ranks)], min(rec.shape) - 1)
+        if args.check == "tau":
+            rows.append(th.tau_check_record(rec, r))
+        elif args.check == "gauge-audit":
+            rows.extend(th.gauge_audit_record(rec, r, seed=args.seed))
+        else:
+            rows.append(th.kappa_gamma_record(rec, r))
+    summary: dict = {"check": args.check, "operators": len(recs), "rows": len(rows),
+                     "seconds": round(time.perf_counter() - t0, 1)}
+    refuted = 0
+    if args.check == "tau" and rows:
+        refuted = sum(r["outcome"] == "refuted" for r in rows)
+        summary.update({"proved": sum(r["outcome"] == "proved" for r in rows), "refuted": refuted,
+                        "unresolved": sum(r["outcome"] == "unresolved" for r in rows),
+                        "median_distance_over_tau": statistics.median(r["distance_validated_upper"] / r["tau_hat_validated"] for r in rows),
+                        "max_tau_hat_minus_tau_lp": max(r["tau_hat_validated"] - r["tau_lp"] for r in rows)})
+    elif args.check == "gauge-audit" and rows:
+        refuted = sum(not r["kappa_le_gamma_validated"] for r in rows)
+        for g in ("diagonal", "dense"):
+            sel = [r for r in rows if r["gauge"] == g]
+            if sel:
+                summary[f"{g}: gamma_ratio median/min/max"] = [round(statistics.median(r["gamma_ratio"] for r in sel), 3),
+                                                               round(min(r["gamma_ratio"] for r in sel), 3),
+                                                               round(max(r["gamma_ratio"] for r in sel), 3)]
+                summary[f"{g}: share gamma moved > 10%"] = sum(abs(r["gamma_ratio"] - 1) > 0.1 for r in sel) / len(sel)
+        summary.update({"max ||A'-A||_inf (validated)": max(r["A_change_validated_upper"] for r in rows),
+                        "max |C'-C| (validated)": max(r["C_change_validated_upper"] for r in rows),
+                        "max |tau'-tau| (float LP)": max(r.get("tau_change", 0) for r in rows),
+                        "max rel change kappa(C) lower": max(r["kappa_lower_rel_change"] for r in rows),
+                        "kappa <= Gamma in every frame": refuted == 0})
+    elif rows:
+        refuted = sum(not (r["kappa_C_lower_le_gamma"] and r["kappa_T_lower_le_bal"]) for r in rows)
+        summary.update({"all kappa(C) lower <= Gamma upper": all(r["kappa_C_lower_le_gamma"] for r in rows),
+                        "all kappa(T) lower <= kappa_bal upper": all(r["kappa_T_lower_le_bal"] for r in rows),
+                        "median Gamma / kappa(C) lower": statistics.median(r["gamma_over_kappa_C_lower"] for r in rows),
+                        "median kappa_bal / kappa(T) upper": statistics.median(r["bal_over_kappa"] for r in rows)})
+    _emit(args, summary, rows)
+    return 0 if refuted == 0 else 1

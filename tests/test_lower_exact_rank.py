@@ -111,3 +111,48 @@ def test_near_uniform_exact_rank_one(seed):
         rows = np.arange(p, dtype=np.int64)
         decoders.append((rows, np.linalg.pinv(a[rows])))
     assert _validated_lower(enc, a, eps, decoders) == 1
+
+
+def _oracle_profile():
+    try:
+        from softrank.oracle.core import profile
+    except ImportError:  # pragma: no cover - the oracle is another component
+        pytest.skip("softrank.oracle.core.profile not available")
+    return profile
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (3, 4), (4, 3), (4, 4)])
+def test_random_small_matrices_against_the_exact_oracle(shape):
+    """A = a binary64 row-stochastic matrix (rounded softmax rows), read as exact rationals by both
+    the oracle and the checkers (zero-radius enclosure): validated L <= exact r <= validated U."""
+    from itertools import combinations
+
+    from lower_helpers import exact_enclosure
+
+    profile = _oracle_profile()
+    m, n = shape
+    rng = np.random.default_rng(sum(shape) * 7 + m)
+    compared = 0
+    for trial in range(6):
+        h = rng.normal(size=(m, n)) * rng.uniform(0.5, 4)
+        a = rowsoftmax_float(h)
+        enc = exact_enclosure(a)
+        for eps in (Fraction(1, 20), Fraction(1, 5), Fraction(2, 5)):
+            prof = profile([[Fraction(x) for x in row] for row in a.tolist()], eps)
+            lo_exact, up_exact = prof.lower, prof.upper
+            decoders = []
+            for p in range(2, min(m, n) + 1):
+                for rows in combinations(range(m), p):
+                    r_ = np.array(rows, dtype=np.int64)
+                    decoders.append((r_, np.linalg.pinv(a[r_])))
+                    decoders.append((r_, np.linalg.pinv(a[r_]) * 0.9))
+            lower = _validated_lower(enc, a, eps, decoders)
+            assert lower <= up_exact, (trial, eps, lower, prof.to_json(certificates=False))
+            u, s, vt = np.linalg.svd(a)
+            for k in range(1, min(m, n) + 1):
+                x, y = u[:, :k] * s[:k], vt[:k].T
+                if check_upper_witness(enc, x, y, eps).proved:
+                    assert k >= lo_exact, (trial, eps, k, prof.to_json(certificates=False))
+                    break
+            compared += 1
+    assert compared == 18

@@ -51,8 +51,13 @@ def check_tau_bound(h_rows: list[list[arb]], x0: np.ndarray, y0: np.ndarray, c: 
                 proved += 1
             elif rhs - lhs < 0:
                 refuted += 1
-            tau_hat, dist = tau_hat.max(rhs), dist.max(lhs)
-    tau_up, dist_up = float(upper_fraction(tau_hat)), float(upper_fraction(dist))
+            if rhs.is_finite() and lhs.is_finite():
+                tau_hat, dist = tau_hat.max(rhs), dist.max(lhs)
+            else:
+                tau_hat = dist = arb("nan")
+    finite = tau_hat.is_finite() and dist.is_finite()
+    tau_up = float(upper_fraction(tau_hat)) if finite else float("inf")
+    dist_up = float(upper_fraction(dist)) if finite else float("inf")
     if refuted:
         outcome, reason = Outcome.REFUTED, f"{refuted} rows violate the perturbation bound certainly"
     elif proved == m:

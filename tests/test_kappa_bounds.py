@@ -1,0 +1,116 @@
+"""kappa(T) brackets: validated/kappa_certificates.py (Lemmas K1-K3) and fastpath/kappa_sdp.py."""
+
+import itertools
+import json
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from softrank.validated import kappa_certificates as kc
+
+
+def test_gauge_example_bracket_is_beta():
+    from softrank.fastpath.kappa_sdp import bracket_kappa
+
+    q = np.array([[1, 0], [-1, 0], [0, 1], [0, -1]], float)
+    for beta in (1.0, 2.5):
+        b = bracket_kappa(beta * q, q)
+        assert b.lower <= beta <= b.upper and b.rel_gap < 1e-6
+        assert b.contrast_lower == beta
+
+
+def test_grid_family_bracket_matches_exact_value():
+    from softrank.fastpath.kappa_sdp import balanced_factors, bracket_kappa
+
+    r, L = 2, 4
+    s = math.log(8 * r / (1 - 0.25))
+    z = np.array(list(itertools.product(range(L), repeat=r)), float)
+    zc = z - z.mean(0)
+    x0, y0 = balanced_factors(2 * s * zc @ zc.T, r)
+    b = bracket_kappa(x0, y0)
+    exact = s * r * (L - 1) ** 2 / 2
+    assert b.lower <= exact * (1 + 1e-12) and b.upper >= exact * (1 - 1e-12) and b.rel_gap < 1e-6
+
+
+def test_random_bracket_sound_and_tight():
+    from softrank.fastpath.kappa_sdp import bracket_kappa
+
+    rng = np.random.default_rng(0)
+    x0, y0 = rng.standard_normal((40, 4)), rng.standard_normal((36, 4))
+    b = bracket_kappa(x0, y0)
+    assert 0 < b.lower <= b.upper and b.rel_gap < 1e-5
+    assert b.contrast_lower <= b.upper and b.upper <= b.kappa_bal_upper * (1 + 1e-9)
+
+
+def test_dual_bound_is_gauge_invariant_and_sound_for_any_k():
+    rng = np.random.default_rng(3)
+    x0, y0 = rng.standard_normal((20, 3)), rng.standard_normal((25, 3))
+    p, q = rng.random(20), rng.random(25)
+    from softrank.fastpath.kappa_sdp import polar_k, weighted_cov
+
+    k = polar_k(weighted_cov(x0, p), weighted_cov(y0, q))
+    v0 = kc.kappa_lower_dual(x0, y0, p, q, k)
+    s = rng.standard_normal((3, 3)) + 2 * np.eye(3)
+    x1, y1 = x0 @ s, y0 @ np.linalg.inv(s).T
+    k1 = polar_k(weighted_cov(x1, p), weighted_cov(y1, q))
+    v1 = kc.kappa_lower_dual(x1, y1, p, q, k1)
+    assert abs(float(v0) - float(v1)) < 1e-9 * float(v0)
+    # Any K gives a valid (possibly weak) bound: never above the primal upper bound.
+    up = kc.kappa_upper_primal(x0, y0, np.eye(3), x0.mean(0), y0.mean(0))
+    for _ in range(5):
+        v = kc.kappa_lower_dual(x0, y0, p, q, rng.standard_normal((3, 3)))
+        assert v is None or v <= up
+
+
+def test_primal_rejects_singular_s_and_contrast_exact():
+    x0 = np.array([[1.0, 0], [0, 1]])
+    assert kc.kappa_upper_primal(x0, x0, np.zeros((2, 2)), np.zeros(2), np.zeros(2)) is None
+    # T = X0 Y0^T = I (2 x 2): contrast |1 - 0 - 0 + 1| / 4 = 1/2 exactly
+    assert kc.kappa_lower_contrast(x0, x0, 0, 1, 0, 1) == Fraction(1, 2)
+    assert kc.radius_upper(np.array([[3.0, 4.0]]), np.zeros(2)) >= 5
+
+
+def test_weights_must_be_valid():
+    with pytest.raises(ValueError):
+        kc.weighted_covariance_ball(np.ones((3, 2)), np.zeros(3))
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    from softrank.replay.store import RecordWriter, write_index
+
+    folder = tmp_path_factory.mktemp("kstore")
+    rng = np.random.default_rng(7)
+    for i in range(2):
+        q, k = rng.standard_normal((20, 6)), rng.standard_normal((20, 6))
+        h = 0.7 * q @ k.T
+        a = np.exp(h - h.max(1, keepdims=True))
+        a /= a.sum(1, keepdims=True)
+        w = RecordWriter(folder, f"k-{i}", {"model": "synthetic", "family": "synthetic", "layer": 0, "head": i})
+        w.set_qk(q, k, 0.7)
+        w.set_a_hat(a)
+        w.commit()
+    write_index(folder)
+    return folder
+
+
+def test_cli_kappa_store(store, capsys, tmp_path):
+    from softrank.cli import main
+
+    out_csv = tmp_path / "k.csv"
+    assert main(["kappa", str(store), "--rank", "2,3", "--json", "--out", str(out_csv)]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js["summary"]["operators"] == 2 and js["summary"]["lower_validated"] == 2
+    assert js["summary"]["ranks"] == [2, 3] and js["summary"]["max_rel_gap"] < 1e-4
+    assert all(r["kappa_bal"] >= r["lower"] for r in js["rows"])
+    assert out_csv.read_text().count("\n") == 3
+
+
+def test_cli_kappa_bad_arguments(store):
+    from softrank.cli import main
+
+    assert main(["kappa", str(store), "--rank", "x"]) == 2
+    assert main(["kappa", str(store), "--limit", "0"]) == 2
+    assert main(["kappa", str(store / "nowhere")]) == 2

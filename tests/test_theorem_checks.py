@@ -1,0 +1,134 @@
+"""Theorem sanity checks: softmax perturbation (validated/softmax_perturbation.py), tau bound
+(validated/tau.py), q LP, gauge audit and the theorem CLI on a small synthetic store."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from flint import arb
+
+from softrank.validated.outcome import Outcome
+from softrank.validated.softmax_perturbation import check_softmax_perturbation, perturbation_sides_ball
+from softrank.validated.tau import check_tau_bound
+from softrank.validated.softmax_enclosure import logits_balls
+
+
+def _b(v):
+    return [arb(float(x)) for x in v]
+
+
+def test_perturbation_random_cases_proved():
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        n = int(rng.integers(2, 20))
+        x, h = rng.standard_normal(n) * 3, rng.standard_normal(n)
+        chk, lhs, rhs = check_softmax_perturbation(_b(x), _b(x + h))
+        assert chk.outcome is Outcome.PROVED and lhs.mid() < rhs.mid()
+
+
+def test_perturbation_equality_case_is_unresolved_not_proved():
+    a = 2.0  # x = (-a/4, a/4), h = (a/2, -a/2): exact equality; balls overlap
+    chk, lhs, rhs = check_softmax_perturbation(_b([-a / 4, a / 4]), _b([a / 4, -a / 4]))
+    assert chk.outcome is Outcome.UNRESOLVED
+    assert abs(float(lhs.mid()) - 2 * math.tanh(a / 4)) < 1e-15 and abs(float(rhs.mid()) - 2 * math.tanh(a / 4)) < 1e-15
+
+
+def test_perturbation_wide_balls_are_unresolved():
+    x = [arb(0, 1), arb(1)]
+    chk, _, _ = check_softmax_perturbation(x, [arb(0.5), arb(0.2)])
+    assert chk.outcome is Outcome.UNRESOLVED
+
+
+def test_perturbation_suite_sharpness_and_no_refutation():
+    from softrank.fastpath.theorem import perturbation_suite
+
+    res = perturbation_suite(n_random=30, n_adversarial=10, seed=2)
+    assert res["counts"]["refuted"] == 0 and res["counts"]["unresolved"] == 0
+    assert res["sharpness_final_ratio"] > 0.999
+    ratios = [r["ratio"] for r in res["sharpness_sequence"] if r["a"] == 1.0]
+    assert ratios == sorted(ratios) and ratios[-1] < 1
+
+
+def _small_operator(m=12, n=14, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((m, d)), rng.standard_normal((n, d)), 0.9
+
+
+def test_q_lp_matches_definition_and_tau_check_proved():
+    from softrank.fastpath.kappa_sdp import balanced_factors
+    from softrank.fastpath.theorem import double_centre, q_lp
+
+    q, k, beta = _small_operator()
+    h = beta * q @ k.T
+    c = double_centre(h)
+    x0, y0 = balanced_factors(c, 2)
+    e = c - x0 @ y0.T
+    qv, b = q_lp(e)
+    # LP optimum is no worse than b = 0 and than b = column means
+    for bb in (np.zeros(e.shape[1]), e.mean(0)):
+        assert qv <= np.max((e - bb).max(1) - (e - bb).min(1)) + 1e-9
+    chk = check_tau_bound(logits_balls(queries=q, keys=k, scale=beta), x0, y0, h.mean(0) + b)
+    assert chk.check.outcome is Outcome.PROVED and chk.rows_proved == chk.rows
+    assert abs(chk.tau_hat_upper - 2 * math.tanh(qv / 4)) < 1e-12
+    assert chk.distance_upper <= chk.tau_hat_upper
+
+
+def test_tau_check_unresolved_for_wide_logit_balls():
+    q, k, beta = _small_operator(6, 7, 3)
+    rows = logits_balls(queries=q, keys=k, scale=beta)
+    rows = [[v + arb(0, 50) for v in row] for row in rows]
+    x0, y0 = np.zeros((6, 1)), np.zeros((7, 1))
+    chk = check_tau_bound(rows, x0, y0, np.zeros(7))
+    assert chk.check.outcome is Outcome.UNRESOLVED
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    from softrank.replay.store import RecordWriter, write_index
+
+    folder = tmp_path_factory.mktemp("store")
+    for i in range(2):
+        q, k, beta = _small_operator(16, 16, 5, seed=10 + i)
+        h = beta * q @ k.T
+        a = np.exp(h - h.max(1, keepdims=True))
+        a /= a.sum(1, keepdims=True)
+        w = RecordWriter(folder, f"syn-{i}", {"model": "synthetic", "family": "synthetic", "layer": 0, "head": i})
+        w.set_qk(q, k, beta)
+        w.set_a_hat(a)
+        w.commit()
+    write_index(folder)
+    return folder
+
+
+def test_cli_tau_and_gauge_audit_and_kappa_gamma(store, capsys):
+    from softrank.cli import main
+
+    assert main(["theorem", "tau", str(store), "--rank", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["summary"]["proved"] == 2 and out["summary"]["refuted"] == 0
+    assert main(["theorem", "gauge-audit", str(store), "--rank", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = out["rows"]
+    assert len(rows) == 4 and all(r["A_change_validated_upper"] < 1e-12 for r in rows)
+    assert all(r["kappa_lower_rel_change"] < 1e-8 for r in rows)
+    assert any(abs(r["gamma_ratio"] - 1) > 0.1 for r in rows)  # native Gamma moves
+    assert main(["theorem", "kappa-gamma", str(store), "--rank", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert all(r["kappa_C_lower_le_gamma"] and r["kappa_T_lower_le_bal"] for r in out["rows"])
+
+
+def test_cli_theorem_bad_arguments(store):
+    from softrank.cli import main
+
+    assert main(["theorem", "tau", str(store), "--rank", "0"]) == 2
+    assert main(["theorem", "tau", str(store), "--records", "nope"]) == 2
+    assert main(["theorem", "perturbation", "--random", "-1"]) == 2
+
+
+def test_cli_perturbation_json(capsys):
+    from softrank.cli import main
+
+    assert main(["theorem", "perturbation", "--random", "10", "--adversarial", "4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["counts"]["refuted"] == 0 and out["sharpness_final_ratio"] > 0.999

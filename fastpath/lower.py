@@ -1,0 +1,229 @@
+"""Lower certificates (untrusted, float64), in the record fields of docs/record-format.md.
+
+Each certificate proves ``r_eps(A) >= L`` once the validated replay confirms it (DESIGN section 4):
+
+- ``frobenius`` (Lemma F): ``sum_{i>k} sigma_i(A)^2 > m eps^2`` gives L = k + 1;
+- ``projected`` (Lemma P): rows S, W (N x q) a truncated pseudoinverse ``V_q Sigma_q^{-1}`` of
+  A_S, ``sum_{i>k} sigma_i(A_S W)^2 > s eps^2 omega^2`` gives L = k + 1;
+- ``decoder`` (Lemma D): rows S (p of them) and W (N x p) with
+  ``||A_S W - I_p||_inf + eps max_j ||W_j||_1 < 1`` gives L = p.  For a given S the best W is a
+  linear program (HiGHS); S is searched over prefixes of row orders (pivoted QR, peaked rows) by
+  binary search (a prefix of a valid set is valid: drop rows of S and the matching columns of W)
+  and then grown greedily.
+
+Every certificate returned here satisfies its inequality in float64 with a relative margin of at
+least ``MARGIN`` so that the validated replay (which charges rounding, singular-value accuracy and
+chi ~ 1e-15) confirms it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from softrank.fastpath.upper import Context
+
+MARGIN = 1e-9
+
+
+@dataclass
+class Certificate:
+    kind: str
+    lower: int
+    rows: np.ndarray | None = None
+    W: np.ndarray | None = None
+    margin: float = 0.0  # float64 slack of the inequality (diagnostic only)
+
+    def as_record(self) -> dict:
+        out: dict = {"kind": self.kind, "lower": int(self.lower)}
+        if self.rows is not None:
+            out["rows"] = np.asarray(self.rows, dtype=np.int64)
+        if self.W is not None:
+            out["W"] = np.asarray(self.W, dtype=np.float64)
+        out["float64_margin"] = float(self.margin)
+        return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Frobenius and projected tails
+# ----------------------------------------------------------------------------------------------
+
+
+def tail_lower(s: np.ndarray, threshold: float) -> tuple[int, float]:
+    """Largest L = k + 1 with ``sum_{i>k} s_i^2 > threshold`` (with margin); 0 if none.
+    Returns (L, relative slack)."""
+    tails = np.cumsum((np.asarray(s, dtype=np.float64) ** 2)[::-1])[::-1]  # tails[k] = sum_{i>=k+1}
+    ok = np.nonzero(tails > threshold * (1 + 1e-6) + 1e-12)[0]
+    if ok.size == 0:
+        return 0, 0.0
+    k = int(ok.max())
+    return k + 1, float(tails[k] / threshold - 1) if threshold > 0 else float("inf")
+
+
+def frobenius_certificate(ctx: Context, eps: float) -> Certificate | None:
+    _, s, _ = ctx.svd
+    L, slack = tail_lower(s, ctx.m * eps * eps)
+    return Certificate("frobenius", L, margin=slack) if L >= 1 else None
+
+
+def projected_certificate(ctx: Context, eps: float) -> Certificate | None:
+    """S = all rows, W = V_q Sigma_q^{-1} for a few q; the best L."""
+    A = ctx.A
+    _, s, Vt = ctx.svd
+    best = None
+    qs = sorted({q for q in (4, 8, 16, 32, 64, 128, ctx.p) if q <= ctx.p})
+    for q in qs:
+        if s[q - 1] <= s[0] * 1e-10:
+            continue
+        W = Vt[:q].T / s[:q]
+        sv = np.linalg.svd(A @ W, compute_uv=False)
+        omega2 = float(np.max(np.sum(W * W, axis=1)))
+        L, slack = tail_lower(sv, ctx.m * eps * eps * omega2)
+        if L >= 1 and (best is None or L > best.lower):
+            best = Certificate("projected", L, rows=np.arange(ctx.m, dtype=np.int64), W=W, margin=slack)
+    return best
+
+
+# ----------------------------------------------------------------------------------------------
+# contractive decoder
+# ----------------------------------------------------------------------------------------------
+
+
+def decoder_value(A: np.ndarray, rows: np.ndarray, W: np.ndarray, eps: float) -> float:
+    """float64 ``||A_S W - I_p||_inf + eps max_j ||W_j||_1``."""
+    p = len(rows)
+    return float(np.abs(A[rows] @ W - np.eye(p)).sum(axis=1).max() + eps * np.abs(W).sum(axis=1).max())
+
+
+def decoder_lp(ctx: Context, rows: np.ndarray, eps: float, max_cols: int | None = None) -> tuple[float, np.ndarray | None]:
+    """Best W for rows S by a linear program:
+    min t + eps w  s.t.  |(A_S W - I)_ik| summed over k <= t (each i),  sum_k |W_jk| <= w (each j).
+    W is supported on the columns where A_S is largest (at most ``max_cols``); any W is valid,
+    the restriction only makes the LP smaller.  Returns (float64 value, W (N x p))."""
+    A = ctx.A
+    rows = np.asarray(rows, dtype=np.int64)
+    p = len(rows)
+    n = ctx.N
+    if max_cols is None:
+        max_cols = 160
+    peak = A[rows].max(axis=0)
+    cols = np.arange(n) if max_cols >= n else np.sort(np.argsort(-peak, kind="stable")[:max_cols])
+    c = len(cols)
+    M = A[np.ix_(rows, cols)]
+    nW, nR = c * p, p * p
+    # variables: W+ (c p), W- (c p), R+ (p p), R- (p p), t, w ; W[j, k] at j p + k; R[i, k] at i p + k
+    Mk = sp.kron(sp.csr_matrix(M), sp.identity(p), format="csr")  # R = M W  (row-major)
+    Ir = sp.identity(nR, format="csr")
+    zero2 = sp.csr_matrix((nR, 2))
+    a_eq = sp.hstack([Mk, -Mk, -Ir, Ir, zero2], format="csr")
+    b_eq = np.eye(p).ravel()
+    Sr = sp.kron(sp.identity(p), np.ones((1, p)), format="csr")
+    Sw = sp.kron(sp.identity(c), np.ones((1, p)), format="csr")
+    a1 = sp.hstack([sp.csr_matrix((p, 2 * nW)), Sr, Sr, -np.ones((p, 1)), sp.csr_matrix((p, 1))], format="csr")
+    a2 = sp.hstack([Sw, Sw, sp.csr_matrix((c, 2 * nR)), sp.csr_matrix((c, 1)), -np.ones((c, 1))], format="csr")
+    a_ub = sp.vstack([a1, a2], format="csr")
+    cost = np.zeros(2 * nW + 2 * nR + 2)
+    cost[-2], cost[-1] = 1.0, eps
+    ctx.lp_solves += 1
+    res = linprog(cost, A_ub=a_ub, b_ub=np.zeros(p + c), A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    if res.status != 0 or res.x is None:
+        return float("inf"), None
+    x = res.x
+    W = np.zeros((n, p))
+    W[cols] = (x[:nW] - x[nW:2 * nW]).reshape(c, p)
+    return decoder_value(A, rows, W, eps), W
+
+
+def _quick_decoder(ctx: Context, rows: np.ndarray, eps: float):
+    """W = pseudoinverse of A_S (A_S W = I): cheap, often enough for small p."""
+    try:
+        W = np.linalg.pinv(ctx.A[rows])
+    except np.linalg.LinAlgError:
+        return float("inf"), None
+    return decoder_value(ctx.A, rows, W, eps), W
+
+
+def _ok(value: float) -> bool:
+    return value <= 1.0 - MARGIN
+
+
+def row_orders(ctx: Context) -> list[np.ndarray]:
+    """Candidate row orders: pivoted QR of A^T, and peaked rows with distinct peak columns first."""
+    A = ctx.A
+    orders = [np.asarray(ctx.rpqr, dtype=np.int64)]
+    peak = A.max(axis=1)
+    arg = A.argmax(axis=1)
+    by_peak = np.argsort(-peak, kind="stable")
+    seen, first, rest = set(), [], []
+    for i in by_peak:
+        (rest if arg[i] in seen else first).append(int(i))
+        seen.add(int(arg[i]))
+    orders.append(np.array(first + rest, dtype=np.int64))
+    return orders
+
+
+@dataclass
+class DecoderSearch:
+    """Search state shared across tolerances (a set valid at a larger eps is valid at a smaller)."""
+
+    greedy_tries: int = 24
+    lp_limit: int = 80
+    lps: int = field(default=0)
+
+
+def decoder_certificate(ctx: Context, eps: float, p_hi: int, start: Certificate | None = None,
+                        greedy_tries: int = 8) -> Certificate:
+    """The largest decoder certificate found at ``eps`` with p <= p_hi (p_hi: a known upper end)."""
+    A = ctx.A
+    p_hi = max(1, min(p_hi, ctx.p))
+    # p = 1 always works: any row, W = ones (A_S W = 1, eps * 1 < 1)
+    best_rows = np.array([0], dtype=np.int64)
+    best_W = np.ones((ctx.N, 1))
+    if start is not None and start.rows is not None:
+        best_rows, best_W = np.asarray(start.rows, dtype=np.int64), np.asarray(start.W, dtype=np.float64)
+    best_val = decoder_value(A, best_rows, best_W, eps)
+    if not _ok(best_val):  # should not happen (start was valid at a larger eps)
+        best_rows, best_W = np.array([0], dtype=np.int64), np.ones((ctx.N, 1))
+        best_val = decoder_value(A, best_rows, best_W, eps)
+
+    def check(rows):
+        rows = np.asarray(rows, dtype=np.int64)
+        v, W = _quick_decoder(ctx, rows, eps)
+        if _ok(v):
+            return v, W
+        v2, W2 = decoder_lp(ctx, rows, eps)
+        return (v2, W2) if v2 < v else (v, W)
+
+    orders = row_orders(ctx)
+    for order in orders:
+        a, b = len(best_rows), min(p_hi, len(order))  # a: a size known achievable
+        while a < b:
+            mid = (a + b + 1) // 2
+            v, W = check(order[:mid])
+            if _ok(v):
+                a = mid
+                if mid > len(best_rows):
+                    best_rows, best_W, best_val = np.asarray(order[:mid], dtype=np.int64), W, v
+            else:
+                b = mid - 1
+        if len(best_rows) >= p_hi:
+            break
+    # greedy growth: try rows from the orders that are not in S yet
+    tries = 0
+    tried = set(int(i) for i in best_rows)
+    candidates = [int(i) for o in orders for i in o[:max(4 * p_hi, 32)]]
+    for i in candidates:
+        if len(best_rows) >= p_hi or tries >= greedy_tries:
+            break
+        if i in tried:
+            continue
+        tried.add(i)
+        tries += 1
+        rows = np.append(best_rows, i)
+        v, W = check(rows)
+        if _ok(v):
+            best_rows, best_W, best_val = rows, W, v
+    return Certificate("decoder", len(best_rows), rows=best_rows, W=best_W, margin=1.0 - best_val)

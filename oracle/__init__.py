@@ -1,0 +1,17 @@
+"""Exact decisions for small rational cells, and the profile of exact thresholds.
+
+Public API::
+
+    from softrank.oracle import decide, profile, recheck
+    v = decide(A, eps, k, klass="unrestricted")   # Verdict: .verdict, .certificate, .recheck()
+    lower, upper, rank, thresholds = profile(A, eps)
+
+``A`` is a list of rows of ``fractions.Fraction`` (ints and "p/q" strings are read exactly) or a
+FLINT ``fmpq_mat``; ``eps`` a rational > 0.  See docs/oracle.md and proofs/oracle_*.md.
+"""
+
+from softrank.oracle.core import CertificateRejected, Profile, Verdict, decide, profile, thresholds
+from softrank.oracle.checks import check_threshold, recheck
+
+__all__ = ["decide", "profile", "thresholds", "recheck", "check_threshold", "Verdict", "Profile",
+           "CertificateRejected"]

@@ -1,0 +1,281 @@
+"""Exact linear programming: an LP answer is returned only with a certificate checked in rationals.
+
+Form (all variables free; bounds are rows)::
+
+    minimise  c.x   subject to   A_ub x <= b_ub,   A_eq x = b_eq.
+
+Certificates (proofs/exact_lp_verification.md):
+
+- optimal:    x primal feasible, y >= 0, c + A_ub^T y + A_eq^T z = 0, and c.x = -(b_ub.y + b_eq.z)
+              (weak duality then makes c.x the exact optimum);
+- infeasible: Farkas vector y >= 0, A_ub^T y + A_eq^T z = 0, b_ub.y + b_eq.z < 0;
+- unbounded:  x feasible and a ray d with A_ub d <= 0, A_eq d = 0, c.d < 0.
+
+Route: float64 HiGHS gives a basis; the basis system is solved exactly (FLINT ``fmpq_mat``) and the
+candidate certificate is checked by the functions ``check_*`` below.  If anything fails, an exact
+rational simplex (``softrank.exact.simplex``) solves the LP from scratch, and its certificate is
+checked by the same functions.  No LP result leaves this module unchecked.  (sympy's simplex is
+not used: sympy issue 28089.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from flint import fmpq, fmpq_mat
+
+ZERO = Fraction(0)
+
+
+class LPVerificationError(ArithmeticError):
+    """No route produced a certificate that checks (a bug: the exact simplex always should)."""
+
+
+@dataclass
+class LP:
+    """``min c.x  s.t.  A_ub x <= b_ub, A_eq x = b_eq`` with x free; dense rows of Fraction."""
+
+    c: list[Fraction]
+    A_ub: list[list[Fraction]] = field(default_factory=list)
+    b_ub: list[Fraction] = field(default_factory=list)
+    A_eq: list[list[Fraction]] = field(default_factory=list)
+    b_eq: list[Fraction] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return len(self.c)
+
+    def validate(self) -> None:
+        n = self.n
+        if len(self.A_ub) != len(self.b_ub) or len(self.A_eq) != len(self.b_eq):
+            raise ValueError("LP: row and right-hand-side counts differ")
+        for row in self.A_ub + self.A_eq:
+            if len(row) != n:
+                raise ValueError("LP: row length differs from the number of variables")
+
+
+@dataclass
+class LPResult:
+    status: str  # "optimal" | "infeasible" | "unbounded"
+    x: list[Fraction] | None = None  # primal point (optimal, unbounded)
+    y: list[Fraction] | None = None  # multipliers of the <= rows (optimal duals or Farkas)
+    z: list[Fraction] | None = None  # multipliers of the = rows
+    ray: list[Fraction] | None = None  # unbounded direction
+    value: Fraction | None = None  # exact optimum
+    route: str = ""  # "highs-basis" or "exact-simplex"
+
+
+# ---------------------------------------------------------------- exact checks (Fraction only)
+
+def _dot(u, v) -> Fraction:
+    return sum((a * b for a, b in zip(u, v) if a and b), ZERO)
+
+
+def _At_y(rows, y, n) -> list[Fraction]:
+    out = [ZERO] * n
+    for row, yi in zip(rows, y):
+        if yi:
+            for j, a in enumerate(row):
+                if a:
+                    out[j] += a * yi
+    return out
+
+
+def check_primal(lp: LP, x) -> bool:
+    """x satisfies every row exactly."""
+    if x is None or len(x) != lp.n:
+        return False
+    return all(_dot(r, x) <= b for r, b in zip(lp.A_ub, lp.b_ub)) and all(
+        _dot(r, x) == b for r, b in zip(lp.A_eq, lp.b_eq)
+    )
+
+
+def _combination(lp: LP, y, z) -> list[Fraction] | None:
+    if y is None or z is None or len(y) != len(lp.A_ub) or len(z) != len(lp.A_eq):
+        return None
+    if any(v < 0 for v in y):
+        return None
+    g = _At_y(lp.A_ub, y, lp.n)
+    for j, v in enumerate(_At_y(lp.A_eq, z, lp.n)):
+        g[j] += v
+    return g
+
+
+def check_optimal(lp: LP, x, y, z) -> bool:
+    """Primal feasibility, dual feasibility, equal objectives: c.x is the exact optimum."""
+    if not check_primal(lp, x):
+        return False
+    g = _combination(lp, y, z)
+    if g is None or any(cj + gj != 0 for cj, gj in zip(lp.c, g)):
+        return False
+    return _dot(lp.c, x) == -(_dot(lp.b_ub, y) + _dot(lp.b_eq, z))
+
+
+def check_farkas(lp: LP, y, z) -> bool:
+    """y >= 0, A_ub^T y + A_eq^T z = 0 and b_ub.y + b_eq.z < 0: the rows have no common solution."""
+    g = _combination(lp, y, z)
+    if g is None or any(gj != 0 for gj in g):
+        return False
+    return _dot(lp.b_ub, y) + _dot(lp.b_eq, z) < 0
+
+
+def check_unbounded(lp: LP, x, d) -> bool:
+    if not check_primal(lp, x) or d is None or len(d) != lp.n:
+        return False
+    return (
+        all(_dot(r, d) <= 0 for r in lp.A_ub)
+        and all(_dot(r, d) == 0 for r in lp.A_eq)
+        and _dot(lp.c, d) < 0
+    )
+
+
+def check_result(lp: LP, res: LPResult) -> bool:
+    if res.status == "optimal":
+        return check_optimal(lp, res.x, res.y, res.z) and res.value == _dot(lp.c, res.x)
+    if res.status == "infeasible":
+        return check_farkas(lp, res.y, res.z)
+    if res.status == "unbounded":
+        return check_unbounded(lp, res.x, res.ray)
+    return False
+
+
+# ---------------------------------------------------------------- solving
+
+#: counters for tests and the benchmark: how often each route produced the checked answer
+STATS = {"highs-basis": 0, "exact-simplex": 0, "highs-failed": 0}
+
+
+def solve(lp: LP, method: str = "auto") -> LPResult:
+    """Exact optimum / Farkas / ray of ``lp``, checked by :func:`check_result`.
+
+    ``method``: ``"auto"`` (HiGHS basis, then exact simplex), ``"highs"`` (HiGHS basis only; raises
+    ``LPVerificationError`` if its certificate does not check) or ``"simplex"`` (exact simplex only).
+    """
+    lp.validate()
+    if method in ("auto", "highs"):
+        from softrank.exact import highs
+
+        res = highs.solve_via_basis(lp)
+        if res is not None and check_result(lp, res):
+            STATS["highs-basis"] += 1
+            return res
+        STATS["highs-failed"] += 1
+        if method == "highs":
+            raise LPVerificationError("HiGHS basis did not give a checked certificate")
+    elif method != "simplex":
+        raise ValueError(f"unknown LP method {method!r}")
+    from softrank.exact import simplex
+
+    res = simplex.solve(lp)
+    if not check_result(lp, res):  # pragma: no cover - would be a bug in simplex.py
+        raise LPVerificationError("exact simplex produced a certificate that does not check")
+    STATS["exact-simplex"] += 1
+    return res
+
+
+@dataclass
+class Feasibility:
+    feasible: bool
+    x: list[Fraction] | None = None  # a point satisfying every row (feasible)
+    y: list[Fraction] | None = None  # Farkas multipliers of the <= rows (infeasible)
+    z: list[Fraction] | None = None  # Farkas multipliers of the = rows (infeasible)
+    route: str = ""
+
+
+def feasibility(lp: LP, method: str = "auto") -> Feasibility:
+    """Decide whether ``A_ub x <= b_ub, A_eq x = b_eq`` has a solution, exactly (c is ignored).
+
+    Solved as the elastic LP ``min s  s.t.  A_ub x - s <= b_ub, +-(A_eq x - b_eq) - s <= 0,
+    -s <= 0``, which is always feasible and bounded.  Optimum 0: its x is a solution (checked).
+    Optimum > 0: its dual restricted to the original rows is a Farkas vector (checked).
+    """
+    lp.validate()
+    n, p, q = lp.n, len(lp.A_ub), len(lp.A_eq)
+    one, neg = Fraction(1), Fraction(-1)
+    rows = [list(r) + [neg] for r in lp.A_ub]
+    rows += [list(r) + [neg] for r in lp.A_eq]
+    rows += [[-a for a in r] + [neg] for r in lp.A_eq]
+    rows.append([ZERO] * n + [neg])
+    rhs = list(lp.b_ub) + list(lp.b_eq) + [-b for b in lp.b_eq] + [ZERO]
+    elastic = LP(c=[ZERO] * n + [one], A_ub=rows, b_ub=rhs)
+    res = solve(elastic, method)
+    if res.status != "optimal":  # pragma: no cover - the elastic LP is feasible and bounded
+        raise LPVerificationError("elastic LP not optimal")
+    if res.value == 0:
+        x = res.x[:n]
+        if not check_primal(lp, x):  # pragma: no cover - implied by the elastic optimum
+            raise LPVerificationError("elastic optimum 0 but x violates a row")
+        return Feasibility(True, x=x, route=res.route)
+    y = res.y[:p]
+    z = [a - b for a, b in zip(res.y[p : p + q], res.y[p + q : p + 2 * q])]
+    if not check_farkas(lp, y, z):  # pragma: no cover - implied by the elastic optimum
+        raise LPVerificationError("elastic optimum > 0 but its dual is not a Farkas vector")
+    return Feasibility(False, y=y, z=z, route=res.route)
+
+
+class Builder:
+    """Build an LP by named variables and labelled rows (labels map multipliers back)."""
+
+    def __init__(self):
+        self.names: dict = {}
+        self.ub_rows: list[dict] = []
+        self.ub_rhs: list[Fraction] = []
+        self.ub_labels: list = []
+        self.eq_rows: list[dict] = []
+        self.eq_rhs: list[Fraction] = []
+        self.eq_labels: list = []
+        self.cost: dict = {}
+
+    def var(self, name) -> int:
+        if name not in self.names:
+            self.names[name] = len(self.names)
+        return self.names[name]
+
+    def le(self, coefs: dict, rhs, label) -> None:
+        self.ub_rows.append({self.var(k): Fraction(v) for k, v in coefs.items() if v != 0})
+        self.ub_rhs.append(Fraction(rhs))
+        self.ub_labels.append(label)
+
+    def eq(self, coefs: dict, rhs, label) -> None:
+        self.eq_rows.append({self.var(k): Fraction(v) for k, v in coefs.items() if v != 0})
+        self.eq_rhs.append(Fraction(rhs))
+        self.eq_labels.append(label)
+
+    def minimise(self, coefs: dict) -> None:
+        self.cost = {self.var(k): Fraction(v) for k, v in coefs.items()}
+
+    def build(self) -> LP:
+        n = len(self.names)
+
+        def dense(d):
+            row = [ZERO] * n
+            for j, v in d.items():
+                row[j] = v
+            return row
+
+        c = [ZERO] * n
+        for j, v in self.cost.items():
+            c[j] = v
+        return LP(
+            c=c,
+            A_ub=[dense(r) for r in self.ub_rows],
+            b_ub=list(self.ub_rhs),
+            A_eq=[dense(r) for r in self.eq_rows],
+            b_eq=list(self.eq_rhs),
+        )
+
+    def value(self, x, name) -> Fraction:
+        return x[self.names[name]]
+
+    def ub_multipliers(self, y) -> dict:
+        return dict(zip(self.ub_labels, y))
+
+    def eq_multipliers(self, z) -> dict:
+        return dict(zip(self.eq_labels, z))
+
+
+def to_fmpq_rows(rows) -> fmpq_mat:
+    m = len(rows)
+    n = len(rows[0]) if m else 0
+    return fmpq_mat(m, n, [fmpq(a.numerator, a.denominator) for r in rows for a in r])

@@ -1,0 +1,191 @@
+"""Rational scalars and matrices: the one door from binary64, parsing, and exact matrix helpers.
+
+Matrices are lists of rows of ``fractions.Fraction`` (small, easy to audit); FLINT's ``fmpq_mat``
+is used where speed matters (linear solves, rank, rank factorisation) and converts both ways
+exactly.  Proof of the conversions: ``proofs/exact_rationals.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from numbers import Integral
+
+from flint import fmpq, fmpq_mat
+
+from softrank.errors import InputError
+
+Matrix = list[list[Fraction]]
+
+_RATIONAL_TEXT = re.compile(r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?(\s*/\s*\d+)?\s*$")
+
+
+def from_binary64(x: float, where: str = "input", field: str = "") -> Fraction:
+    """The one door from binary64 into rationals: the exact value of a finite float.
+
+    NaN and infinities are rejected with ``InputError``.  ``Fraction(x)`` of a finite binary64 is
+    exact (every finite binary64 is a dyadic rational).
+    """
+    if not isinstance(x, float):
+        raise InputError(where, field, f"expected a binary64 float, got {type(x).__name__}")
+    if not math.isfinite(x):
+        raise InputError(where, field, f"non-finite value {x!r}")
+    return Fraction(x)
+
+
+def parse_rational(obj, where: str = "input", field: str = "") -> Fraction:
+    """Read one exact rational.
+
+    Accepted: ``int`` (not bool), ``Fraction``, FLINT ``fmpq``, strings such as ``"3/7"``,
+    ``"-2"``, ``"0.25"`` or ``"1e-3"`` (read as exact decimals), and finite binary64 floats
+    (through :func:`from_binary64`, i.e. their exact binary value).  Anything else is an
+    ``InputError``.
+    """
+    if isinstance(obj, bool):
+        raise InputError(where, field, f"not a rational number: {obj!r}")
+    if isinstance(obj, Fraction):
+        return obj
+    if isinstance(obj, Integral):
+        return Fraction(int(obj))
+    if isinstance(obj, fmpq):
+        return Fraction(int(obj.p), int(obj.q))
+    if isinstance(obj, float):
+        return from_binary64(obj, where, field)
+    if isinstance(obj, str):
+        if not _RATIONAL_TEXT.match(obj):
+            raise InputError(where, field, f"not a rational number: {obj!r}")
+        try:
+            value = Fraction(obj.replace(" ", ""))
+        except (ValueError, ZeroDivisionError) as err:
+            raise InputError(where, field, f"not a rational number: {obj!r} ({err})") from None
+        return value
+    raise InputError(where, field, f"not a rational number: {obj!r}")
+
+
+def as_matrix(A, where: str = "input", field: str = "matrix") -> Matrix:
+    """A validated rectangular, non-empty rational matrix (a new list of lists of Fraction).
+
+    ``A`` may be a list of rows of anything :func:`parse_rational` accepts, or an ``fmpq_mat``.
+    """
+    if isinstance(A, fmpq_mat):
+        return from_fmpq_mat(A)
+    if not isinstance(A, (list, tuple)) or len(A) == 0:
+        raise InputError(where, field, "expected a non-empty list of rows")
+    rows: Matrix = []
+    width = None
+    for i, row in enumerate(A):
+        if not isinstance(row, (list, tuple)) or len(row) == 0:
+            raise InputError(where, field, f"row {i} is not a non-empty list")
+        if width is None:
+            width = len(row)
+        elif len(row) != width:
+            raise InputError(where, field, f"ragged rows: row 0 has {width} entries, row {i} has {len(row)}")
+        rows.append([parse_rational(x, where, f"{field}[{i}][{j}]") for j, x in enumerate(row)])
+    return rows
+
+
+def fmt(q: Fraction) -> str:
+    """Canonical text of a rational: ``"3/7"``, ``"-2"``."""
+    q = Fraction(q)
+    return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
+
+
+def fmt_vec(v) -> list[str]:
+    return [fmt(x) for x in v]
+
+
+def fmt_mat(M) -> list[list[str]]:
+    return [fmt_vec(r) for r in M]
+
+
+def parse_vec(v, where: str = "certificate", field: str = "") -> list[Fraction]:
+    if not isinstance(v, (list, tuple)):
+        raise InputError(where, field, "expected a list")
+    return [parse_rational(x, where, field) for x in v]
+
+
+def parse_mat(M, where: str = "certificate", field: str = "") -> Matrix:
+    if not isinstance(M, (list, tuple)):
+        raise InputError(where, field, "expected a list of rows")
+    return [parse_vec(r, where, field) for r in M]
+
+
+# ---------------------------------------------------------------- FLINT conversions
+
+def to_fmpq(q: Fraction) -> fmpq:
+    return fmpq(q.numerator, q.denominator)
+
+
+def to_fraction(q: fmpq) -> Fraction:
+    return Fraction(int(q.p), int(q.q))
+
+
+def to_fmpq_mat(M) -> fmpq_mat:
+    m = len(M)
+    n = len(M[0]) if m else 0
+    return fmpq_mat(m, n, [fmpq(x.numerator, x.denominator) for row in M for x in row])
+
+
+def from_fmpq_mat(M: fmpq_mat) -> Matrix:
+    return [[to_fraction(M[i, j]) for j in range(M.ncols())] for i in range(M.nrows())]
+
+
+# ---------------------------------------------------------------- exact helpers (Fraction only)
+
+def row_l1(row) -> Fraction:
+    return sum((abs(x) for x in row), Fraction(0))
+
+
+def inf_norm(M) -> Fraction:
+    """``||M||_inf``: the largest row l1 norm."""
+    return max(row_l1(r) for r in M)
+
+
+def sub(A, B) -> Matrix:
+    return [[a - b for a, b in zip(ra, rb)] for ra, rb in zip(A, B)]
+
+
+def matmul(A, B) -> Matrix:
+    Bt = list(zip(*B))
+    return [[sum((a * b for a, b in zip(row, col)), Fraction(0)) for col in Bt] for row in A]
+
+
+def matvec(A, v) -> list[Fraction]:
+    return [sum((a * x for a, x in zip(row, v)), Fraction(0)) for row in A]
+
+
+def transpose(A) -> Matrix:
+    return [list(c) for c in zip(*A)]
+
+
+def dot(u, v) -> Fraction:
+    return sum((a * b for a, b in zip(u, v)), Fraction(0))
+
+
+# ---------------------------------------------------------------- rank (FLINT)
+
+def rank(A) -> int:
+    """The exact rank over Q."""
+    return int(to_fmpq_mat(A).rank())
+
+
+def rank_factor(A) -> tuple[Matrix, Matrix]:
+    """Exact rank factorisation ``A = X Y^T`` with ``X`` (m x r), ``Y`` (N x r), r = rank(A).
+
+    ``X`` is the pivot columns of A and ``Y^T`` the non-zero rows of the reduced row echelon form.
+    For r = 0 both factors have zero columns.  The product is re-checked exactly here.
+    """
+    m, n = len(A), len(A[0])
+    R, r = to_fmpq_mat(A).rref()
+    R = from_fmpq_mat(R)
+    pivots = []
+    for i in range(r):
+        j = next(j for j in range(n) if R[i][j] != 0)
+        pivots.append(j)
+    X = [[A[i][j] for j in pivots] for i in range(m)]
+    Y = [[R[t][j] for t in range(r)] for j in range(n)]
+    prod = matmul(X, transpose(Y)) if r else [[Fraction(0)] * n for _ in range(m)]
+    if prod != [list(row) for row in A]:  # pragma: no cover - FLINT rref is exact
+        raise ArithmeticError("rank factorisation does not reproduce A")
+    return X, Y

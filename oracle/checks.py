@@ -1,0 +1,339 @@
+"""Exact re-check of every oracle certificate: small functions, Fraction arithmetic only.
+
+Nothing here calls an LP solver or trusts the code that produced a certificate; each function
+rebuilds the inequality it needs from the cell (A, eps) and the certificate's numbers.  One
+function per certificate kind, each naming the proof file that says why passing it proves the
+verdict.
+
+A certificate is a JSON-able dict (rationals as strings ``"p/q"``) with a ``"kind"``:
+
+=====================  ========================================  ===============================
+kind                   proves                                    proof
+=====================  ========================================  ===============================
+witness                feasible: B = X Y^T, rank <= k, in class  proofs/oracle_witness.md
+row-norm               no B of rank 0 (unrestricted)             proofs/oracle_k0.md
+zero-not-stochastic    no stochastic B of rank 0                 proofs/oracle_k0.md
+row-simplex-distance   no stochastic B at any rank               proofs/oracle_stochastic_rows.md
+rank1-signed           no B of rank <= 1 (unrestricted)          proofs/oracle_k1_unrestricted.md
+kernel-dual            no B of rank <= N - 1                     proofs/oracle_kN_minus_1.md
+cokernel-dual          no B of rank <= m - 1                     proofs/oracle_km_minus_1.md
+rank1-stochastic-dual  no stochastic B of rank <= 1              proofs/oracle_k1_stochastic.md
+=====================  ========================================  ===============================
+
+An impossibility for the unrestricted class is one for the stochastic class too (fewer
+competitors), and an impossibility at rank K is one at every rank k <= K.
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+from softrank.errors import InputError
+
+ZERO = Fraction(0)
+ONE = Fraction(1)
+
+
+def _q(x) -> Fraction:
+    if isinstance(x, bool):
+        raise ValueError("bool is not a rational")
+    if isinstance(x, (int, Fraction)):
+        return Fraction(x)
+    if isinstance(x, str):
+        return Fraction(x)
+    raise ValueError(f"not a rational: {x!r}")
+
+
+def _vec(v, n=None) -> list[Fraction]:
+    out = [_q(x) for x in v]
+    if n is not None and len(out) != n:
+        raise ValueError("vector of the wrong length")
+    return out
+
+
+def _mat(M, rows=None, cols=None) -> list[list[Fraction]]:
+    out = [_vec(r, cols) for r in M]
+    if rows is not None and len(out) != rows:
+        raise ValueError("matrix with the wrong number of rows")
+    return out
+
+
+def _l1(v) -> Fraction:
+    return sum((abs(x) for x in v), ZERO)
+
+
+def _dot(u, v) -> Fraction:
+    return sum((a * b for a, b in zip(u, v)), ZERO)
+
+
+def _simplex_distance(a) -> Fraction:
+    """min over probability vectors p of ||a - p||_1 = |P - 1| + Q (P, Q: positive, negative mass)."""
+    P = sum((x for x in a if x > 0), ZERO)
+    Q = -sum((x for x in a if x < 0), ZERO)
+    return abs(P - 1) + Q
+
+
+# ---------------------------------------------------------------- one function per kind
+
+def check_witness(A, eps, k, klass, cert) -> bool:
+    """B = X Y^T with X m x r, Y N x r, r <= k, ||A - B||_inf <= eps, and (stochastic) B >= 0 with
+    unit row sums.  Proof: proofs/oracle_witness.md."""
+    m, N = len(A), len(A[0])
+    X = _mat(cert["X"], rows=m)
+    Y = _mat(cert["Y"], rows=N)
+    r = len(X[0]) if m else 0
+    if any(len(row) != r for row in X) or any(len(row) != r for row in Y) or r > k:
+        return False
+    B = [[_dot(X[i], Y[j]) for j in range(N)] for i in range(m)]
+    if any(_l1([a - b for a, b in zip(A[i], B[i])]) > eps for i in range(m)):
+        return False
+    if klass == "stochastic":
+        if any(b < 0 for row in B for b in row) or any(sum(row, ZERO) != 1 for row in B):
+            return False
+    return True
+
+
+def check_row_norm(A, eps, cert) -> bool:
+    """Row i with ||a_i||_1 > eps: the only rank-0 matrix, 0, is too far.  proofs/oracle_k0.md."""
+    i = int(cert["row"])
+    return 0 <= i < len(A) and _l1(A[i]) > eps
+
+
+def check_zero_not_stochastic(A, eps, cert) -> bool:
+    """The zero matrix has row sums 0, not 1 (m >= 1).  proofs/oracle_k0.md."""
+    return len(A) >= 1
+
+
+def check_row_simplex(A, eps, cert) -> bool:
+    """Row i farther than eps (in l1) from every probability vector.
+    proofs/oracle_stochastic_rows.md."""
+    i = int(cert["row"])
+    return 0 <= i < len(A) and _simplex_distance(A[i]) > eps
+
+
+def check_rank1_signed(A, eps, cert) -> bool:
+    """k = 1, unrestricted: every sign pattern on the non-free rows is refuted by a dual vector.
+    proofs/oracle_k1_unrestricted.md (statement R1 and the certificate condition C1)."""
+    m, N = len(A), len(A[0])
+    rows = [int(i) for i in cert["rows"]]
+    if not rows or len(set(rows)) != len(rows) or any(not 0 <= i < m for i in rows):
+        return False
+    if any(_l1(A[i]) <= eps for i in rows):  # every listed row must force x_i != 0
+        return False
+    i0 = rows[0]
+    refuted = []
+    for pat in cert["patterns"]:
+        prow = [int(i) for i in pat["rows"]]
+        signs = [int(s) for s in pat["signs"]]
+        lam = _mat(pat["lambda"], rows=len(prow), cols=N)
+        gam = _vec(pat["gamma"], len(prow))
+        if len(signs) != len(prow) or len(set(prow)) != len(prow) or not set(prow) <= set(rows):
+            return False
+        if any(s not in (1, -1) for s in signs):
+            return False
+        pmap = dict(zip(prow, signs))
+        if pmap.get(i0) != 1:
+            return False
+        # |lambda_ij| <= gamma_i
+        if any(abs(x) > g for lrow, g in zip(lam, gam) for x in lrow):
+            return False
+        # sum_i sigma_i lambda_i = 0
+        for j in range(N):
+            if sum((s * lrow[j] for s, lrow in zip(signs, lam)), ZERO) != 0:
+                return False
+        # a_i . lambda_i - eps gamma_i >= 0 for every i, with a positive sum
+        gaps = [_dot(A[i], lrow) - eps * g for i, lrow, g in zip(prow, lam, gam)]
+        if any(d < 0 for d in gaps) or sum(gaps, ZERO) <= 0:
+            return False
+        refuted.append(pmap)
+    # coverage: every sigma in {+1,-1}^rows with sigma_{i0} = +1 extends some refuted pattern
+    others = rows[1:]
+    for tail in itertools.product((1, -1), repeat=len(others)):
+        sigma = dict(zip(others, tail))
+        sigma[i0] = 1
+        if not any(all(sigma[i] == s for i, s in p.items()) for p in refuted):
+            return False
+    return True
+
+
+def kernel_bound(A, j: int, y) -> tuple[Fraction, Fraction]:
+    """(g_j - sum_{l != j} |g_l|, ||y||_1) for g = A^T y: for every w with ||w||_inf <= 1 and
+    w_j = 1, ||A w||_inf * ||y||_1 >= g_j - sum_{l != j} |g_l|.  proofs/oracle_kN_minus_1.md."""
+    N = len(A[0])
+    g = [sum((A[i][l] * y[i] for i in range(len(A))), ZERO) for l in range(N)]
+    return g[j] - sum((abs(g[l]) for l in range(N) if l != j), ZERO), _l1(y)
+
+
+def check_kernel(A, eps, cert) -> bool:
+    """k = N - 1: for every column j a vector y with g_j - sum_{l!=j} |g_l| > eps ||y||_1.
+    proofs/oracle_kN_minus_1.md."""
+    m, N = len(A), len(A[0])
+    ys = cert["y"]
+    if len(ys) != N:
+        return False
+    for j in range(N):
+        num, den = kernel_bound(A, j, _vec(ys[j], m))
+        if not num > eps * den:
+            return False
+    return True
+
+
+def cokernel_bound(A, signs, w) -> Fraction | None:
+    """min_i s_i (A w)_i, or None if ||w||_inf > 1: a lower bound of ||A^T y||_1 over y in the
+    orthant s with ||y||_1 = 1.  proofs/oracle_km_minus_1.md."""
+    if any(abs(x) > 1 for x in w):
+        return None
+    return min(s * _dot(row, w) for s, row in zip(signs, A))
+
+
+def _orthants_covered(m, entries) -> bool:
+    want = {(1,) + t for t in itertools.product((1, -1), repeat=m - 1)}
+    return want <= {tuple(e) for e in entries}
+
+
+def check_cokernel(A, eps, cert) -> bool:
+    """k = m - 1: for every orthant s (s_0 = +1) a w, ||w||_inf <= 1, with s_i (A w)_i > eps.
+    proofs/oracle_km_minus_1.md."""
+    m, N = len(A), len(A[0])
+    seen = []
+    for entry in cert["orthants"]:
+        signs = [int(s) for s in entry["signs"]]
+        if len(signs) != m or any(s not in (1, -1) for s in signs):
+            return False
+        b = cokernel_bound(A, signs, _vec(entry["w"], N))
+        if b is None or not b > eps:
+            return False
+        seen.append(signs)
+    return _orthants_covered(m, seen)
+
+
+def rank1_stochastic_bound(A, lam) -> tuple[Fraction, Fraction]:
+    """(sum_i lambda_i.a_i - max_j sum_i lambda_ij, sum_i ||lambda_i||_inf): for every probability
+    vector v, max_i ||a_i - v||_1 * (second) >= (first).  proofs/oracle_k1_stochastic.md."""
+    N = len(A[0])
+    col = [sum((row[j] for row in lam), ZERO) for j in range(N)]
+    num = sum((_dot(a, l) for a, l in zip(A, lam)), ZERO) - max(col)
+    den = sum((max(abs(x) for x in l) for l in lam), ZERO)
+    return num, den
+
+
+def check_rank1_stochastic(A, eps, cert) -> bool:
+    """k = 1, stochastic: lambda with sum_i lambda_i.a_i - max_j Lambda_j > eps sum_i ||lambda_i||_inf.
+    proofs/oracle_k1_stochastic.md."""
+    num, den = rank1_stochastic_bound(A, _mat(cert["lambda"], rows=len(A), cols=len(A[0])))
+    return num > eps * den
+
+
+# kind -> (checker, largest rank it excludes as a function of (m, N), classes it speaks for)
+_IMPOSSIBLE = {
+    "row-norm": (check_row_norm, lambda m, N: 0, ("unrestricted", "stochastic")),
+    "zero-not-stochastic": (check_zero_not_stochastic, lambda m, N: 0, ("stochastic",)),
+    "row-simplex-distance": (check_row_simplex, lambda m, N: max(m, N), ("stochastic",)),
+    "rank1-signed": (check_rank1_signed, lambda m, N: 1, ("unrestricted", "stochastic")),
+    "kernel-dual": (check_kernel, lambda m, N: N - 1, ("unrestricted", "stochastic")),
+    "cokernel-dual": (check_cokernel, lambda m, N: m - 1, ("unrestricted", "stochastic")),
+    "rank1-stochastic-dual": (check_rank1_stochastic, lambda m, N: 1, ("stochastic",)),
+}
+
+
+def recheck(A, eps, k, klass, verdict, certificate) -> bool:
+    """True iff ``certificate`` proves ``verdict`` for the cell (A, eps, k, klass), exactly.
+
+    ``outside-scope`` claims nothing and re-checks trivially.  Malformed certificates give False.
+    (A row-simplex-distance certificate excludes stochastic B at every rank; its rank entry
+    max(m, N) is only an upper bound on any rank that matters.)
+    """
+    if verdict == "outside-scope":
+        return True
+    if klass not in ("unrestricted", "stochastic") or not isinstance(certificate, dict):
+        return False
+    try:
+        eps = _q(eps)
+        kind = certificate.get("kind")
+        if verdict == "feasible":
+            return kind == "witness" and check_witness(A, eps, int(k), klass, certificate)
+        if verdict == "impossible":
+            if kind not in _IMPOSSIBLE:
+                return False
+            checker, max_rank, classes = _IMPOSSIBLE[kind]
+            m, N = len(A), len(A[0])
+            if klass not in classes:
+                return False
+            if kind == "row-simplex-distance":
+                return checker(A, eps, certificate)
+            return int(k) <= max_rank(m, N) and checker(A, eps, certificate)
+    except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, InputError):
+        return False
+    return False
+
+
+# ---------------------------------------------------------------- thresholds
+
+def check_threshold(A, cert) -> bool:
+    """An exact threshold eps*_k = value: a primal point attaining it and dual bounds reaching it.
+
+    Kinds: ``"norm"`` (k = 0: ||A||_inf), ``"zero"`` (k >= rank A: 0), ``"kernel"`` (k = N - 1),
+    ``"cokernel"`` (k = m - 1), ``"rank1-stochastic"``, ``"simplex-rows"`` (stochastic, any k).
+    Proofs: proofs/oracle_profile.md and the reduction files it cites.
+    """
+    try:
+        return _check_threshold(A, cert)
+    except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError):
+        return False
+
+
+def _check_threshold(A, cert) -> bool:
+    m, N = len(A), len(A[0])
+    t = _q(cert["value"])
+    kind = cert["kind"]
+    if kind == "norm":
+        return t == max(_l1(r) for r in A)
+    if kind == "simplex-rows":
+        return t == max(_simplex_distance(r) for r in A)
+    if kind == "zero":
+        return t == 0  # attained by B = A; the witness check covers feasibility
+    if kind == "kernel":
+        j0 = int(cert["column"])
+        w = _vec(cert["w"], N)
+        if max(abs(x) for x in w) != 1 or abs(w[j0]) != 1:
+            return False
+        if max(abs(_dot(r, w)) for r in A) > t:
+            return False
+        if t <= 0:
+            return t == 0
+        ys = cert["y"]
+        if len(ys) != N:
+            return False
+        for j in range(N):
+            num, den = kernel_bound(A, j, _vec(ys[j], m))
+            if den == 0 or num < t * den:
+                return False
+        return True
+    if kind == "cokernel":
+        y = _vec(cert["y"], m)
+        if _l1(y) != 1:
+            return False
+        if sum((abs(sum((A[i][j] * y[i] for i in range(m)), ZERO)) for j in range(N)), ZERO) > t:
+            return False
+        seen = []
+        for entry in cert["orthants"]:
+            signs = [int(s) for s in entry["signs"]]
+            if len(signs) != m or any(s not in (1, -1) for s in signs):
+                return False
+            b = cokernel_bound(A, signs, _vec(entry["w"], N))
+            if b is None or b < t:
+                return False
+            seen.append(signs)
+        return _orthants_covered(m, seen)
+    if kind == "rank1-stochastic":
+        v = _vec(cert["v"], N)
+        if any(x < 0 for x in v) or sum(v, ZERO) != 1:
+            return False
+        if max(_l1([a - b for a, b in zip(r, v)]) for r in A) > t:
+            return False
+        if t <= 0:
+            return t == 0
+        num, den = rank1_stochastic_bound(A, _mat(cert["lambda"], rows=m, cols=N))
+        return den > 0 and num >= t * den
+    return False

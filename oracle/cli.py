@@ -1,0 +1,123 @@
+"""``softrank oracle MATRIX.json --eps 1/4 (--rank K | --profile) [--class C] [--json]``.
+
+MATRIX.json is a JSON list of rows; entries are integers or strings such as "3/7" or "0.25".
+JSON numbers with a fraction or exponent are read as the exact decimal they spell (0.1 is 1/10).
+Bad input (non-rational entries, ragged rows, eps outside (0, 1), k < 0) is a one-line error and
+exit code 2.  Exit code 0 otherwise, whatever the verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from fractions import Fraction
+from pathlib import Path
+
+from softrank.errors import InputError
+
+
+def configure(parser) -> None:
+    # let "--eps -1/4" reach the one-line range check instead of reading "-1/4" as an option
+    # (argparse's own matcher knows -1 and -0.5 but not -1/4 or -1e-3)
+    if hasattr(parser, "_negative_number_matcher"):
+        parser._negative_number_matcher = re.compile(r"^-(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?(/\d+)?$")
+    parser.add_argument("matrix", help="JSON file: a list of rows of integers or rational strings")
+    parser.add_argument("--eps", required=True, help="tolerance, a rational in (0, 1) such as 1/4 or 0.25")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--rank", type=str, help="rank budget k >= 0: decide the cell")
+    what.add_argument("--profile", action="store_true", help="exact bracket on r_eps(A) and thresholds")
+    parser.add_argument("--class", dest="klass", default="unrestricted", choices=["unrestricted", "stochastic"],
+                        help="competitor class (default unrestricted)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--witness", help="JSON file with a candidate B (list of rows) to re-check exactly")
+    parser.add_argument("--no-search", action="store_true", help="do not search for witnesses outside the reductions")
+    parser.add_argument("--lp", default="auto", choices=["auto", "highs", "simplex"],
+                        help="LP route (every route's certificate is checked exactly)")
+    parser.add_argument("--no-certificates", action="store_true", help="profile: omit certificates from the output")
+
+
+def _number(x, where, field):
+    from softrank.exact.rational import parse_rational
+
+    if isinstance(x, (bool, type(None), list, dict)):
+        raise InputError(where, field, f"not a rational number: {json.dumps(x)}")
+    return parse_rational(x, where, field)
+
+
+def read_matrix(path: str) -> list[list[Fraction]]:
+    """Read MATRIX.json exactly: integers, rational strings, JSON decimals read as decimals."""
+    from softrank.exact.rational import as_matrix
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as err:
+        raise InputError(path, "", f"cannot read: {err.strerror or err}") from None
+    try:
+        data = json.loads(text, parse_float=lambda s: s, parse_constant=lambda s: s)
+    except json.JSONDecodeError as err:
+        raise InputError(path, "", f"not JSON: {err.msg} at line {err.lineno}") from None
+    if not isinstance(data, list) or not data:
+        raise InputError(path, "", "expected a non-empty JSON list of rows")
+    rows = []
+    for i, row in enumerate(data):
+        if not isinstance(row, list) or not row:
+            raise InputError(path, f"row {i}", "expected a non-empty list")
+        rows.append([_number(x, path, f"row {i} entry {j}") for j, x in enumerate(row)])
+    return as_matrix(rows, path, "matrix")
+
+
+def _eps(text: str) -> Fraction:
+    from softrank.exact.rational import parse_rational
+
+    eps = parse_rational(text, "--eps", "")
+    if not 0 < eps < 1:
+        raise InputError("--eps", "", f"eps must lie in (0, 1), got {text}")
+    return eps
+
+
+def _rank(text: str) -> int:
+    try:
+        k = int(text)
+    except ValueError:
+        raise InputError("--rank", "", f"rank must be an integer, got {text!r}") from None
+    if k < 0:
+        raise InputError("--rank", "", f"rank must be >= 0, got {k}")
+    return k
+
+
+def run(args) -> int:
+    from softrank.exact.rational import fmt
+    from softrank.oracle import decide, profile
+
+    eps = _eps(args.eps)
+    k = _rank(args.rank) if args.rank is not None else None
+    A = read_matrix(args.matrix)
+    witness = read_matrix(args.witness) if args.witness else None
+    if k is not None:
+        v = decide(A, eps, k, args.klass, witness=witness, search=not args.no_search, method=args.lp)
+        out = v.to_json()
+        if args.json:
+            print(json.dumps(out))
+        else:
+            print(f"{v.verdict}: rank {k}, class {args.klass}, eps {fmt(eps)}, {len(A)}x{len(A[0])}"
+                  f" (reduction {v.reduction}{', proof ' + v.proof if v.proof else ''};"
+                  f" certificate re-checked: {'yes' if v.rechecked else 'n/a'})")
+            if v.note:
+                print(f"  {v.note}")
+        return 0
+    p = profile(A, eps, args.klass, search=not args.no_search, method=args.lp)
+    out = p.to_json(certificates=not args.no_certificates)
+    if args.json:
+        print(json.dumps(out))
+    else:
+        if p.lower is None:
+            print(f"no competitor: {p.note}")
+        else:
+            r = str(p.rank) if p.rank is not None else f"in [{p.lower}, {p.upper}]"
+            print(f"r_eps(A) {'=' if p.rank is not None else ''} {r}  (class {args.klass}, eps {fmt(eps)})")
+        for d in p.decisions:
+            print(f"  k={d.k}: {d.verdict} ({d.reduction})")
+        for kk, t in sorted(p.thresholds.items()):
+            print(f"  eps*_{kk} = {fmt(t)}")
+    return 0

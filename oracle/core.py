@@ -1,0 +1,320 @@
+"""``decide`` and ``profile``: exact verdicts on small cells, each with a re-checked certificate.
+
+A cell is (A rational m x N, eps > 0 rational, rank budget k >= 0, class).  ``decide`` answers
+``feasible`` (a rational B of rank <= k in the class with ||A - B||_inf <= eps exists: the
+certificate is B = X Y^T), ``impossible`` (a dual certificate excludes every such B) or
+``outside-scope`` (no reduction applies and no witness was found: nothing is claimed).
+Every certificate is re-checked by ``softrank.oracle.checks`` before it is returned; a failing
+re-check raises ``CertificateRejected`` (that would be a bug, never a verdict).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from softrank.errors import InputError
+from softrank.exact.rational import as_matrix, fmt, parse_rational, rank
+from softrank.oracle import reductions as red
+from softrank.oracle import witness as wit
+from softrank.oracle.checks import check_threshold, check_witness, recheck
+
+CLASSES = ("unrestricted", "stochastic")
+
+PROOF = {
+    "k>=rank": "proofs/oracle_k_ge_rank.md",
+    "k=0": "proofs/oracle_k0.md",
+    "k=1 unrestricted": "proofs/oracle_k1_unrestricted.md",
+    "k=N-1": "proofs/oracle_kN_minus_1.md",
+    "k=m-1": "proofs/oracle_km_minus_1.md",
+    "k=1 stochastic": "proofs/oracle_k1_stochastic.md",
+    "stochastic rows": "proofs/oracle_stochastic_rows.md",
+    "witness": "proofs/oracle_witness.md",
+    "unrestricted bound": "proofs/oracle_witness.md",
+    "none": "",
+}
+
+
+class CertificateRejected(AssertionError):
+    """A reduction produced a certificate that the independent re-check rejects (a bug)."""
+
+
+@dataclass
+class Verdict:
+    verdict: str  # "feasible" | "impossible" | "outside-scope"
+    certificate: dict | None
+    k: int
+    klass: str
+    eps: Fraction
+    reduction: str
+    A: list = field(repr=False, default_factory=list)
+    rechecked: bool = False
+    note: str = ""
+
+    @property
+    def proof(self) -> str:
+        return PROOF.get(self.reduction, "")
+
+    def recheck(self) -> bool:
+        """Re-check the certificate exactly against the cell (independent of how it was found)."""
+        return recheck(self.A, self.eps, self.k, self.klass, self.verdict, self.certificate)
+
+    def to_json(self) -> dict:
+        out = {
+            "verdict": self.verdict,
+            "k": self.k,
+            "class": self.klass,
+            "eps": fmt(self.eps),
+            "m": len(self.A),
+            "N": len(self.A[0]) if self.A else 0,
+            "reduction": self.reduction,
+            "proof": self.proof,
+            "certificate": self.certificate,
+            "recheck": self.rechecked,
+        }
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+def _cell(A, eps, k, klass):
+    A = as_matrix(A)
+    eps = parse_rational(eps, "input", "eps")
+    if not eps > 0:
+        raise InputError("input", "eps", f"eps must be > 0, got {fmt(eps)}")
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise InputError("input", "k", f"rank k must be an integer, got {k!r}")
+    if k < 0:
+        raise InputError("input", "k", f"rank k must be >= 0, got {k}")
+    if klass not in CLASSES:
+        raise InputError("input", "class", f"class must be one of {', '.join(CLASSES)}, got {klass!r}")
+    return A, eps, k, klass
+
+
+def _finish(A, eps, k, klass, verdict, cert, reduction, note="") -> Verdict:
+    v = Verdict(verdict, cert, k, klass, eps, reduction, A=A, note=note)
+    if not v.recheck():
+        raise CertificateRejected(f"{reduction} ({PROOF.get(reduction, '')}): the {verdict} certificate does not "
+                                  f"re-check (k={k}, {klass})")
+    v.rechecked = verdict != "outside-scope"
+    return v
+
+
+def _witness_arg(witness, A):
+    """A user witness: a matrix B, or a pair (X, Y) with B = X Y^T."""
+    if isinstance(witness, tuple) and len(witness) == 2:
+        X, Y = witness
+        return red.witness_certificate(as_matrix(X, "witness", "X") if X and X[0] else X,
+                                       as_matrix(Y, "witness", "Y") if Y and Y[0] else Y,
+                                       construction="given")
+    return red.witness_from_matrix(as_matrix(witness, "witness", "B"), construction="given")
+
+
+class Context:
+    """Per-cell cache of ranks and thresholds shared by decide() calls inside profile()."""
+
+    def __init__(self, A, method="auto", prune=True):
+        self.A = A
+        self.method = method
+        self.prune = prune
+        self.rank = rank(A)
+        self.m, self.N = len(A), len(A[0])
+        self.thresholds: dict = {}  # name -> threshold certificate
+        self.stats = {"lps": 0}
+
+    def threshold(self, name):
+        if name not in self.thresholds:
+            A, meth, st = self.A, self.method, self.stats
+            if name == "kernel":
+                t = red.kernel_threshold(A, meth, st)
+            elif name == "cokernel":
+                t = red.cokernel_threshold(A, meth, st)
+            elif name == "rank1-stochastic":
+                t = red.rank1_stochastic_threshold(A, meth, st)
+            elif name == "norm":
+                t = red.norm_threshold(A)
+            elif name == "simplex-rows":
+                t = red.simplex_rows_threshold(A)
+            else:  # pragma: no cover
+                raise KeyError(name)
+            if not check_threshold(A, t):
+                raise CertificateRejected(f"threshold certificate {name} does not re-check")
+            self.thresholds[name] = t
+        return self.thresholds[name]
+
+    def corank_route(self, k):
+        """'kernel' (N LPs) or 'cokernel' (2^(m-1) LPs) for k = N-1 / m-1, the cheaper one."""
+        routes = []
+        if k == self.N - 1:
+            routes.append((self.N, "kernel"))
+        if k == self.m - 1:
+            routes.append((2 ** (self.m - 1), "cokernel"))
+        return min(routes)[1] if routes else None
+
+
+def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method="auto", prune=True,
+           context: Context | None = None) -> Verdict:
+    """Exact verdict for the cell (A, eps, k, klass), with a re-checked certificate.
+
+    ``A``: list of rows of Fraction / int / "p/q" strings, or an ``fmpq_mat``.  ``eps`` > 0.
+    ``witness``: optional explicit B (matrix) or (X, Y); if it re-checks, the cell is feasible.
+    ``search``: try the witness search of ``softrank.oracle.witness`` when no reduction applies.
+    ``method``: LP route, "auto" | "highs" | "simplex" (see ``softrank.exact.lp.solve``).
+    ``prune``: depth-first pruning of sign patterns at k = 1 (unrestricted).
+    """
+    A, eps, k, klass = _cell(A, eps, k, klass)
+    ctx = context if context is not None and context.A == A else Context(A, method, prune)
+    m, N = ctx.m, ctx.N
+
+    if witness is not None:
+        cert = _witness_arg(witness, A)
+        if check_witness(A, eps, k, klass, cert):
+            return _finish(A, eps, k, klass, "feasible", cert, "witness")
+
+    if klass == "unrestricted":
+        if k >= ctx.rank:
+            return _finish(A, eps, k, klass, "feasible",
+                           red.witness_from_matrix(A, construction="B = A"), "k>=rank")
+        if k == 0:
+            return _finish(A, eps, k, klass, *red.k0_unrestricted(A, eps), "k=0")
+        if k == 1:
+            out = red.k1_unrestricted(A, eps, ctx.method, ctx.prune, ctx.stats)
+            return _finish(A, eps, k, klass, *out, "k=1 unrestricted")
+        route = ctx.corank_route(k)
+        if route == "kernel":
+            return _finish(A, eps, k, klass, *red.kernel_decide(A, eps, ctx.threshold("kernel")), "k=N-1")
+        if route == "cokernel":
+            return _finish(A, eps, k, klass, *red.cokernel_decide(A, eps, ctx.threshold("cokernel")), "k=m-1")
+    else:
+        status, out = red.stochastic_rows(A, eps)
+        if status == "impossible":
+            return _finish(A, eps, k, klass, "impossible", out, "stochastic rows")
+        if rank(out) <= k:
+            return _finish(A, eps, k, klass, "feasible",
+                           red.witness_from_matrix(out, construction="row-wise nearest stochastic matrix"),
+                           "stochastic rows")
+        if k == 0:
+            return _finish(A, eps, k, klass, "impossible", {"kind": "zero-not-stochastic"}, "k=0")
+        if k == 1:
+            out = red.rank1_stochastic_decide(A, eps, ctx.threshold("rank1-stochastic"))
+            return _finish(A, eps, k, klass, *out, "k=1 stochastic")
+        # fewer competitors: an unrestricted impossibility is a stochastic one
+        unres = decide(A, eps, k, "unrestricted", search=False, method=ctx.method, prune=ctx.prune, context=ctx)
+        if unres.verdict == "impossible":
+            return _finish(A, eps, k, klass, "impossible", unres.certificate, "unrestricted bound",
+                           note=f"unrestricted impossibility ({unres.reduction}) implies the stochastic one")
+
+    if search:
+        found = wit.search(A, eps, k, klass, ctx.method)
+        if found is not None:
+            X, Y = found
+            cert = red.witness_certificate(X, Y, construction="fixed row space (witness search)")
+            return _finish(A, eps, k, klass, "feasible", cert, "witness")
+    return _finish(A, eps, k, klass, "outside-scope", None, "none",
+                   note="no exact reduction covers this (k, class) and no witness was found")
+
+
+@dataclass
+class Profile:
+    """Exact bracket lower <= r_eps(A) <= upper; ``rank`` = r_eps(A) when they meet, else None.
+
+    ``thresholds``: k -> eps*_k (exact Fraction) for each k whose threshold an LP (or a closed
+    form) gives.  Iterating yields (lower, upper, rank, thresholds)."""
+
+    lower: int | None
+    upper: int | None
+    rank: int | None
+    thresholds: dict
+    klass: str = "unrestricted"
+    eps: Fraction = Fraction(0)
+    decisions: list = field(default_factory=list)
+    threshold_certificates: dict = field(default_factory=dict)
+    note: str = ""
+
+    def __iter__(self):
+        return iter((self.lower, self.upper, self.rank, self.thresholds))
+
+    def to_json(self, certificates: bool = True) -> dict:
+        out = {
+            "lower": self.lower,
+            "upper": self.upper,
+            "rank": self.rank,
+            "class": self.klass,
+            "eps": fmt(self.eps),
+            "thresholds": {str(k): fmt(v) for k, v in sorted(self.thresholds.items())},
+            "decisions": [
+                {"k": d.k, "verdict": d.verdict, "reduction": d.reduction, "proof": d.proof,
+                 "recheck": d.rechecked, **({"certificate": d.certificate} if certificates else {})}
+                for d in self.decisions
+            ],
+        }
+        if certificates:
+            out["threshold_certificates"] = {str(k): c for k, c in sorted(self.threshold_certificates.items())}
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+def thresholds(A, klass="unrestricted", method="auto", context: Context | None = None):
+    """Exact thresholds eps*_k (least eps at which rank k is feasible) where the oracle has them.
+
+    Unrestricted: k = 0 (||A||_inf), k = N - 1 (kernel LPs), k = m - 1 (cokernel LPs), and
+    0 for k >= rank A.  Stochastic: k = 1 (one LP) and, for k >= min(m, N), the largest row
+    distance to the simplex.  Returns (dict k -> Fraction, dict k -> certificate)."""
+    A = as_matrix(A)
+    ctx = context if context is not None and context.A == A else Context(A, method)
+    m, N, r = ctx.m, ctx.N, ctx.rank
+    vals, certs = {}, {}
+
+    def put(k, cert):
+        vals[k] = Fraction(cert["value"])
+        certs[k] = cert
+
+    top = min(m, N)
+    if klass == "unrestricted":
+        put(0, ctx.threshold("norm"))
+        for k in range(1, top + 1):
+            if k >= r:
+                put(k, {"kind": "zero", "value": "0"})
+            else:
+                route = ctx.corank_route(k)
+                if route:
+                    put(k, ctx.threshold(route))
+    else:
+        put(1, ctx.threshold("rank1-stochastic"))
+        if top >= 2:  # every stochastic B has rank <= min(m, N)
+            put(top, ctx.threshold("simplex-rows"))
+    return vals, certs
+
+
+def profile(A, eps, klass="unrestricted", *, method="auto", prune=True, search=True) -> Profile:
+    """The exact bracket on r_eps(A) in the class, with the decisions that prove it.
+
+    Decides k = 0, 1, 2, ... in turn and stops at the first feasible k; ``lower`` is one more than
+    the largest k proved impossible below it.  Stochastic cells with a row farther than eps from
+    the simplex have no competitor at all: lower = upper = rank = None and a note says so."""
+    A, eps, _, klass = _cell(A, eps, 0, klass)
+    ctx = Context(A, method, prune)
+    vals, certs = thresholds(A, klass, method, ctx)
+    decisions = []
+    top = ctx.rank if klass == "unrestricted" else min(ctx.m, ctx.N)
+    upper = None
+    for k in range(0, top + 1):
+        d = decide(A, eps, k, klass, search=search, method=method, prune=prune, context=ctx)
+        decisions.append(d)
+        if d.verdict == "feasible":
+            upper = k
+            break
+        if d.verdict == "impossible" and d.certificate.get("kind") == "row-simplex-distance":
+            return Profile(None, None, None, vals, klass, eps, decisions, certs,
+                           note="no stochastic matrix lies within eps of A (some row is too far from the simplex)")
+    if upper is None:  # pragma: no cover - k = rank (unrestricted) / min(m, N) (stochastic) decides
+        raise CertificateRejected("no feasible rank found up to the top rank")
+    impossible = [d.k for d in decisions if d.verdict == "impossible"]
+    lower = max(impossible) + 1 if impossible else 0
+    # consistency with the thresholds (both exact): eps*_k <= eps iff feasible at k
+    for d in decisions:
+        if d.k in vals and d.verdict != "outside-scope":
+            if (vals[d.k] <= eps) != (d.verdict == "feasible"):
+                raise CertificateRejected(f"threshold eps*_{d.k} = {fmt(vals[d.k])} disagrees with the decision")
+    return Profile(lower, upper, lower if lower == upper else None, vals, klass, eps, decisions, certs)

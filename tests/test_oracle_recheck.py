@@ -1,0 +1,189 @@
+"""The independent re-check rejects every tampered, misapplied or incomplete certificate."""
+
+from __future__ import annotations
+
+import copy
+import random
+from fractions import Fraction as F
+
+import pytest
+
+from softrank.oracle import check_threshold, decide, recheck, thresholds
+
+Q = lambda rows: [[F(x) for x in r] for r in rows]  # noqa: E731
+ID3 = Q([[1, 0, 0], [0, 1, 0], [0, 0, 1]])
+CELL = Q([[F(1, 2), 0, F(1, 2)], [F(1, 7), F(3, 7), F(3, 7)], [F(2, 5), F(1, 5), F(2, 5)]])
+
+
+def _bump(x: str, by=F(1, 10 ** 12)) -> str:
+    q = F(x) + by
+    return f"{q.numerator}/{q.denominator}"
+
+
+def cases():
+    """(name, A, eps, k, class, verdict) covering every certificate kind."""
+    return [
+        ("witness-k1", CELL, F(2, 5), 1, "unrestricted", "feasible"),
+        ("witness-stoch-k2", CELL, F(2, 5), 2, "stochastic", "feasible"),
+        ("row-norm", CELL, F(2, 5), 0, "unrestricted", "impossible"),
+        ("zero-not-stochastic", CELL, F(2, 5), 0, "stochastic", "impossible"),
+        ("rank1-signed", ID3, F(1, 2), 1, "unrestricted", "impossible"),
+        ("kernel-dual", ID3, F(1, 2), 2, "unrestricted", "impossible"),
+        ("cokernel-dual", Q([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 1]]), F(1, 2), 2, "unrestricted", "impossible"),
+        ("rank1-stochastic-dual", CELL, F(2, 5), 1, "stochastic", "impossible"),
+        ("row-simplex-distance", Q([[2, 0], [0, 1]]), F(1, 2), 1, "stochastic", "impossible"),
+    ]
+
+
+@pytest.mark.parametrize("case", cases(), ids=lambda c: c[0])
+def test_genuine_certificate_rechecks_and_tampering_fails(case):
+    name, A, eps, k, klass, verdict = case
+    v = decide(A, eps, k, klass)
+    assert v.verdict == verdict and v.recheck()
+    cert = v.certificate
+    # 1. sharpness: the certificate proves its inequality for eps below its own bound, not at it
+    bound = _certified_bound(A, cert)
+    if bound is not None:
+        if verdict == "feasible":  # proves error <= eps: fails just below the error
+            assert bound == 0 or not recheck(A, bound * F(999, 1000), k, klass, verdict, cert)
+            assert recheck(A, bound if bound > 0 else eps, k, klass, verdict, cert)
+        else:  # proves "something > eps": fails at eps = bound, holds just below
+            assert not recheck(A, bound, k, klass, verdict, cert)
+            assert recheck(A, bound * F(999, 1000), k, klass, verdict, cert)
+    # 2. certificates resting on equalities break under any perturbation of a number
+    if cert["kind"] in ("witness", "rank1-signed"):
+        nums = list(_numbers(cert))
+        rng = random.Random(1)
+        for path in rng.sample(nums, min(25, len(nums))):
+            bad = copy.deepcopy(cert)
+            _set(bad, path, _bump(_get(bad, path)))
+            if cert["kind"] == "rank1-signed" and path[-2] == "gamma":
+                continue  # gamma only bounds |lambda| from above: raising it keeps a valid proof or breaks it
+            assert not recheck(A, eps, k, klass, verdict, bad) or cert["kind"] == "witness" and bound is not None \
+                and bound < eps, path
+    # zero duals prove nothing
+    if verdict == "impossible" and cert["kind"] not in ("row-norm", "zero-not-stochastic", "row-simplex-distance"):
+        zero = copy.deepcopy(cert)
+        for path in _numbers(cert):
+            _set(zero, path, "0")
+        assert not recheck(A, eps, k, klass, verdict, zero)
+    # 3. the wrong verdict, a wrong class, a larger k, garbage
+    other = "impossible" if verdict == "feasible" else "feasible"
+    assert not recheck(A, eps, k, klass, other, cert)
+    assert not recheck(A, eps, k, klass, verdict, {"kind": "nonsense"})
+    assert not recheck(A, eps, k, klass, verdict, None)
+    assert not recheck(A, eps, k, "doubly", verdict, cert)
+    if verdict == "impossible" and cert["kind"] != "row-simplex-distance":
+        assert not recheck(A, eps, k + 1, klass, verdict, cert)
+    if cert["kind"] in ("zero-not-stochastic", "rank1-stochastic-dual", "row-simplex-distance"):
+        assert not recheck(A, eps, k, "unrestricted", verdict, cert)  # stochastic-only arguments
+
+
+def test_witness_of_too_high_rank_rejected():
+    v = decide(CELL, F(2, 5), 2, "stochastic")
+    assert not recheck(CELL, F(2, 5), 1, "stochastic", "feasible", v.certificate)
+
+
+def test_stochastic_witness_must_be_stochastic():
+    v = decide(CELL, F(2, 5), 1, "unrestricted")  # x v^T, not stochastic
+    assert v.verdict == "feasible"
+    assert not recheck(CELL, F(2, 5), 1, "stochastic", "feasible", v.certificate)
+
+
+def test_signed_certificate_coverage_and_free_rows():
+    v = decide(ID3, F(1, 2), 1, prune=False)
+    cert = v.certificate
+    assert len(cert["patterns"]) == 4
+    dropped = copy.deepcopy(cert)
+    dropped["patterns"].pop()
+    assert not recheck(ID3, F(1, 2), 1, "unrestricted", "impossible", dropped)
+    # claiming a row is non-free when ||a_i||_1 <= eps
+    assert not recheck(ID3, F(1), 1, "unrestricted", "impossible", cert)
+    # a pattern whose pivot row sign is -1
+    flipped = copy.deepcopy(cert)
+    flipped["patterns"][0]["signs"] = [-s for s in flipped["patterns"][0]["signs"]]
+    assert not recheck(ID3, F(1, 2), 1, "unrestricted", "impossible", flipped)
+    # an all-zero dual (no strict inequality)
+    zero = copy.deepcopy(cert)
+    for p in zero["patterns"]:
+        p["lambda"] = [["0"] * 3 for _ in p["lambda"]]
+        p["gamma"] = ["0"] * len(p["gamma"])
+    assert not recheck(ID3, F(1, 2), 1, "unrestricted", "impossible", zero)
+
+
+def test_cokernel_certificate_needs_every_orthant():
+    A = Q([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 1]])
+    cert = decide(A, F(1, 2), 2).certificate
+    assert cert["kind"] == "cokernel-dual"
+    short = copy.deepcopy(cert)
+    short["orthants"].pop()
+    assert not recheck(A, F(1, 2), 2, "unrestricted", "impossible", short)
+    big = copy.deepcopy(cert)
+    big["orthants"][0]["w"] = [_bump(x, F(2)) for x in big["orthants"][0]["w"]]  # ||w||_inf > 1
+    assert not recheck(A, F(1, 2), 2, "unrestricted", "impossible", big)
+
+
+def test_threshold_certificates_tamper():
+    A = Q([[2, 1, 0], [1, 3, 1], [0, 1, 4]])
+    vals, certs = thresholds(A)
+    for k, c in certs.items():
+        assert check_threshold(A, c)
+        low = dict(c, value=_bump(c["value"], F(-1, 10 ** 9)))
+        high = dict(c, value=_bump(c["value"], F(1, 10 ** 9)))
+        assert not check_threshold(A, low) or c["kind"] == "zero" and False
+        assert not check_threshold(A, high)
+
+
+# ---------------------------------------------------------------- helpers
+
+def _certified_bound(A, cert):
+    """The number the certificate compares eps with (None where there is no single one)."""
+    from softrank.oracle import checks as rc
+
+    kind = cert["kind"]
+    if kind == "witness":
+        return max(sum(abs(a - b) for a, b in zip(ra, rb)) for ra, rb in zip(A, _product(cert)))
+    if kind == "row-norm":
+        return sum(abs(x) for x in A[cert["row"]])
+    if kind == "row-simplex-distance":
+        return rc._simplex_distance(A[cert["row"]])
+    if kind == "kernel-dual":
+        bounds = [rc.kernel_bound(A, j, [F(x) for x in y]) for j, y in enumerate(cert["y"])]
+        return min(n / d for n, d in bounds)
+    if kind == "cokernel-dual":
+        return min(rc.cokernel_bound(A, e["signs"], [F(x) for x in e["w"]]) for e in cert["orthants"])
+    if kind == "rank1-stochastic-dual":
+        n, d = rc.rank1_stochastic_bound(A, [[F(x) for x in r] for r in cert["lambda"]])
+        return n / d
+    return None
+
+
+def _product(cert):
+    X = [[F(x) for x in r] for r in cert["X"]]
+    Y = [[F(x) for x in r] for r in cert["Y"]]
+    return [[sum((a * b for a, b in zip(xr, yr)), F(0)) for yr in Y] for xr in X]
+
+
+def _numbers(obj, path=()):
+    if isinstance(obj, dict):
+        for key, val in obj.items():
+            if key in ("kind", "derivation", "threshold", "row_l1", "distance", "rows", "signs"):
+                continue
+            yield from _numbers(val, path + (key,))
+    elif isinstance(obj, list):
+        for i, val in enumerate(obj):
+            yield from _numbers(val, path + (i,))
+    elif isinstance(obj, str):
+        yield path
+
+
+def _get(obj, path):
+    for p in path:
+        obj = obj[p]
+    return obj
+
+
+def _set(obj, path, value):
+    for p in path[:-1]:
+        obj = obj[p]
+    obj[path[-1]] = value

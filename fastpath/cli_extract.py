@@ -277,7 +277,7 @@ def _extract_source(lm, store, source, pairs, plan):
                 jobs.append((order[(cap.layer, head)], cap, head))
     jobs.sort(key=lambda j: (j[0], j[1].attention))
     extra = {"checkpoint_files": lm.checkpoint_files, "device": lm.device, "selection_seed": plan["seed"],
-             "kv_head": None}
+             "kv_head": None, **lm.extra}
     for _, cap, head in jobs:
         for op in operators_for(cap, head, widths):
             rid = record_id(lm.tag, source.source_id, op)

@@ -245,6 +245,14 @@ def _load(name: str, folder: Path, gguf: str | None, tag: str, device: str | Non
     from softrank.fastpath.capture import CAPTURE_IMPLEMENTATION
 
     files = _weight_files(folder, gguf)
+    digest = checkpoint_sha256(files)
+    extra: dict[str, Any] = {}
+    source_folder, source_gguf = folder, gguf
+    if gguf is not None:
+        cached = gguf_cache_dir(digest)
+        if cached is not None and (cached / CACHE_MANIFEST).is_file():
+            folder, gguf = cached, None  # the de-quantized float32 weights, saved on a first load
+            extra["checkpoint_cache"] = str(cached)
     kwargs: dict[str, Any] = {"local_files_only": True}
     if gguf is not None:
         kwargs["gguf_file"] = gguf
@@ -259,7 +267,7 @@ def _load(name: str, folder: Path, gguf: str | None, tag: str, device: str | Non
 
     loaders = {
         "encoder": transformers.AutoModel,
-        "decoder": transformers.AutoModelForCausalLM if gguf is not None else transformers.AutoModel,
+        "decoder": transformers.AutoModelForCausalLM if source_gguf is not None else transformers.AutoModel,
         "seq2seq": transformers.AutoModelForSeq2SeqLM,
         "vision": transformers.AutoModel,
         "blip2": transformers.AutoModel,
@@ -269,7 +277,7 @@ def _load(name: str, folder: Path, gguf: str | None, tag: str, device: str | Non
                                               attn_implementation=CAPTURE_IMPLEMENTATION, **kwargs)
     except (OSError, ValueError, KeyError, RuntimeError) as err:
         raise InputError(name, "model", f"cannot load the checkpoint: {str(err).splitlines()[0]}")
-    model.to(device).eval()
+    model.eval()
 
     tokenizer = None
     if kind not in ("vision", "blip2") and (gguf is not None or any((folder / f).is_file() for f in TOKENIZER_FILES)):
@@ -277,9 +285,62 @@ def _load(name: str, folder: Path, gguf: str | None, tag: str, device: str | Non
             tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), **kwargs)
         except (OSError, ValueError, KeyError, TypeError):
             tokenizer = None  # config-built checkpoints: byte-level stand-in
+    if gguf is not None and tokenizer is not None:
+        _write_gguf_cache(model, tokenizer, digest, source_folder / source_gguf)
+    model.to(device)
     return LoadedModel(name=name, tag=tag, family=family, kind=kind, model=model, tokenizer=tokenizer,
-                       checkpoint_sha256=checkpoint_sha256(files), checkpoint_files=[f.name for f in files],
-                       device=device, config=config)
+                       checkpoint_sha256=digest, checkpoint_files=[f.name for f in files],
+                       device=device, config=config, extra=extra)
+
+
+# -- cache of de-quantized GGUF checkpoints ----------------------------------------------------
+# Parsing a GGUF file (config, tokenizer and weights each re-read its metadata) costs about 40 s
+# of CPU for SmolLM2 on two cores; the float32 weights and tokenizer saved once load in about 1 s.
+# Key: the GGUF file's SHA-256 and the transformers version (which does the de-quantization).
+# SOFTRANK_CACHE=<folder> moves the cache (default ~/.cache/softrank); SOFTRANK_CACHE=off disables it.
+
+CACHE_MANIFEST = "softrank-gguf-cache.json"
+
+
+def gguf_cache_dir(digest: str) -> Path | None:
+    import transformers
+
+    root = os.environ.get("SOFTRANK_CACHE", str(Path.home() / ".cache" / "softrank"))
+    if root.strip().lower() in ("", "off", "0", "none"):
+        return None
+    return Path(root).expanduser() / "gguf" / f"{digest}-transformers-{transformers.__version__}"
+
+
+def _write_gguf_cache(model, tokenizer, digest: str, gguf_path: Path) -> None:
+    """Save the de-quantized model (float32 safetensors) and tokenizer; atomic (rename); best
+    effort: a failure leaves no cache and is not an error."""
+    import copy
+    import json
+    import shutil
+    import tempfile
+
+    import safetensors.torch
+
+    target = gguf_cache_dir(digest)
+    if target is None or target.exists():
+        return
+    tmp = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+        config = copy.deepcopy(model.config)
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config  # the saved weights are plain float32
+        config.save_pretrained(tmp)
+        safetensors.torch.save_model(model, str(tmp / "model.safetensors"))
+        tokenizer.save_pretrained(tmp)
+        manifest = {"gguf_file": gguf_path.name, "gguf_sha256": digest,
+                    "model_safetensors_sha256": sha256_file(tmp / "model.safetensors")}
+        (tmp / CACHE_MANIFEST).write_text(json.dumps(manifest, indent=1))
+        os.rename(tmp, target)
+    except OSError:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def wrap_model(model, name: str = "model", tokenizer=None, tag: str | None = None) -> LoadedModel:

@@ -270,29 +270,47 @@ def recheck(A, eps, k, klass, verdict, certificate) -> bool:
 
 # ---------------------------------------------------------------- thresholds
 
-def check_threshold(A, cert) -> bool:
+def check_threshold(A, cert, k=None) -> bool:
     """An exact threshold eps*_k = value: a primal point attaining it and dual bounds reaching it.
 
-    Kinds: ``"norm"`` (k = 0: ||A||_inf), ``"zero"`` (k >= rank A: 0), ``"kernel"`` (k = N - 1),
-    ``"cokernel"`` (k = m - 1), ``"rank1-stochastic"``, ``"simplex-rows"`` (stochastic, any k).
+    Kinds (and the k each speaks for): ``"norm"`` (k = 0: ||A||_inf), ``"zero"`` (k >= rank A,
+    shown by an exact factorisation A = X Y^T with at most k columns: 0), ``"kernel"``
+    (k = N - 1), ``"cokernel"`` (k = m - 1), ``"rank1-stochastic"`` (k = 1, stochastic),
+    ``"simplex-rows"`` (stochastic, k >= min(m, N)).  ``k`` defaults to ``cert["k"]``; without
+    either, the kind's own k is assumed (the ``"zero"`` kind then needs ``cert["k"]``).
     Proofs: proofs/oracle_profile.md and the reduction files it cites.
     """
     try:
-        return _check_threshold(A, cert)
+        return _check_threshold(A, cert, k)
     except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError):
         return False
 
 
-def _check_threshold(A, cert) -> bool:
+def _check_threshold(A, cert, k) -> bool:
     m, N = len(A), len(A[0])
     t = _q(cert["value"])
     kind = cert["kind"]
+    if k is None:
+        k = cert.get("k")
+    if k is not None:
+        k = int(k)
+        own = {"norm": 0, "kernel": N - 1, "cokernel": m - 1, "rank1-stochastic": 1}
+        if kind in own and k != own[kind]:
+            return False
+        if kind == "simplex-rows" and k < min(m, N):
+            return False
+    elif kind in ("zero", "simplex-rows"):
+        return False
     if kind == "norm":
         return t == max(_l1(r) for r in A)
     if kind == "simplex-rows":
         return t == max(_simplex_distance(r) for r in A)
-    if kind == "zero":
-        return t == 0  # attained by B = A; the witness check covers feasibility
+    if kind == "zero":  # B = A = X Y^T has rank <= (columns of X) <= k
+        X, Y = _mat(cert["X"], rows=m), _mat(cert["Y"], rows=N)
+        r = len(X[0])
+        if r > k or any(len(row) != r for row in X + Y):
+            return False
+        return t == 0 and all(_dot(X[i], Y[j]) == A[i][j] for i in range(m) for j in range(N))
     if kind == "kernel":
         j0 = int(cert["column"])
         w = _vec(cert["w"], N)

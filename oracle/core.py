@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from softrank.errors import InputError
-from softrank.exact.rational import as_matrix, fmt, parse_rational, rank
+from softrank.exact.rational import as_matrix, fmt, fmt_mat, parse_rational, rank, rank_factor
 from softrank.oracle import reductions as red
 from softrank.oracle import witness as wit
 from softrank.oracle.checks import check_threshold, check_witness, recheck
@@ -30,7 +30,6 @@ PROOF = {
     "k=1 stochastic": "proofs/oracle_k1_stochastic.md",
     "stochastic rows": "proofs/oracle_stochastic_rows.md",
     "witness": "proofs/oracle_witness.md",
-    "unrestricted bound": "proofs/oracle_witness.md",
     "none": "",
 }
 
@@ -137,7 +136,9 @@ class Context:
                 t = red.simplex_rows_threshold(A)
             else:  # pragma: no cover
                 raise KeyError(name)
-            if not check_threshold(A, t):
+            own_k = {"kernel": self.N - 1, "cokernel": self.m - 1, "rank1-stochastic": 1, "norm": 0,
+                     "simplex-rows": min(self.m, self.N)}[name]
+            if not check_threshold(A, t, own_k):
                 raise CertificateRejected(f"threshold certificate {name} does not re-check")
             self.thresholds[name] = t
         return self.thresholds[name]
@@ -201,8 +202,8 @@ def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method
         # fewer competitors: an unrestricted impossibility is a stochastic one
         unres = decide(A, eps, k, "unrestricted", search=False, method=ctx.method, prune=ctx.prune, context=ctx)
         if unres.verdict == "impossible":
-            return _finish(A, eps, k, klass, "impossible", unres.certificate, "unrestricted bound",
-                           note=f"unrestricted impossibility ({unres.reduction}) implies the stochastic one")
+            return _finish(A, eps, k, klass, "impossible", unres.certificate, unres.reduction,
+                           note="an unrestricted impossibility implies the stochastic one (fewer competitors)")
 
     if search:
         found = wit.search(A, eps, k, klass, ctx.method)
@@ -267,15 +268,22 @@ def thresholds(A, klass="unrestricted", method="auto", context: Context | None =
     vals, certs = {}, {}
 
     def put(k, cert):
+        cert = dict(cert, k=k)
+        if not check_threshold(A, cert):
+            raise CertificateRejected(f"threshold certificate {cert['kind']} does not re-check at k={k}")
         vals[k] = Fraction(cert["value"])
         certs[k] = cert
 
     top = min(m, N)
     if klass == "unrestricted":
         put(0, ctx.threshold("norm"))
+        zero = None
         for k in range(1, top + 1):
             if k >= r:
-                put(k, {"kind": "zero", "value": "0"})
+                if zero is None:
+                    X, Y = rank_factor(A)
+                    zero = {"kind": "zero", "value": "0", "X": fmt_mat(X), "Y": fmt_mat(Y)}
+                put(k, zero)
             else:
                 route = ctx.corank_route(k)
                 if route:

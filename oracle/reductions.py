@@ -165,8 +165,18 @@ def k1_unrestricted(A, eps, method="auto", prune=True, stats=None):
         )
 
     if prune:
+        # the predicted full pattern first: for a feasible cell this is usually one LP
+        guess = [1] + [pred[i] for i in I[1:]]
+        stats["lps"] += 1
+        ok, out = _signed_node(A, eps, I, guess, method)
+        if ok:
+            return finish(guess, *out)
+        refuted.append(out)
+
         def dfs(signs):
             depth = len(signs)
+            if signs == guess:
+                return None  # refuted above
             stats["lps"] += 1
             ok, out = _signed_node(A, eps, I[:depth], signs, method)
             if not ok:

@@ -130,8 +130,11 @@ def test_threshold_certificates_tamper():
         assert check_threshold(A, c)
         low = dict(c, value=_bump(c["value"], F(-1, 10 ** 9)))
         high = dict(c, value=_bump(c["value"], F(1, 10 ** 9)))
-        assert not check_threshold(A, low) or c["kind"] == "zero" and False
+        assert not check_threshold(A, low)
         assert not check_threshold(A, high)
+        assert not check_threshold(A, c, k=k + 1) or c["kind"] == "zero"  # a threshold speaks for its own k
+    # rank A = 3: the "zero" threshold (B = A) holds at k = 3, not at k = 2
+    assert check_threshold(A, certs[3]) and not check_threshold(A, certs[3], k=2)
 
 
 # ---------------------------------------------------------------- helpers

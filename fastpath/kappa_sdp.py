@@ -22,6 +22,9 @@ import numpy as np
 from softrank.validated import kappa_certificates as kc
 
 
+CLARABEL_TIME_LIMIT_S = 8.0
+
+
 @dataclass
 class KappaSDP:
     value: float  # optimal (R_X + R_Y)/2 (float, untrusted)
@@ -53,7 +56,19 @@ def _solve_subset(x0: np.ndarray, y0: np.ndarray, keys: np.ndarray, solver: str)
         key_lmis.append(cp.bmat([[M, v], [v.T, cp.reshape(ry, (1, 1), order="C")]]) >> 0)
     cons += key_lmis
     prob = cp.Problem(cp.Minimize((rx + ry) / 2), cons)
-    prob.solve(solver=solver)
+    import warnings
+
+    try:
+        if solver == "CLARABEL":
+            # Clarabel is accurate and usually fast; on a few blocks its factorisation crawls (seen
+            # at 64 x 64, r = 16 on a loaded machine): cap it and fall back to SCS.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                prob.solve(solver="CLARABEL", time_limit=CLARABEL_TIME_LIMIT_S)
+    except cp.error.SolverError:
+        pass
+    if prob.status != "optimal":
+        prob.solve(solver="SCS", eps=1e-9, max_iters=20000)
     if M.value is None:
         raise RuntimeError(f"kappa SDP failed: {prob.status}")
     p = np.maximum(np.asarray(con_x.dual_value, dtype=float).ravel(), 0)
@@ -79,6 +94,8 @@ def solve_kappa_sdp(x0: np.ndarray, y0: np.ndarray, solver: str = "CLARABEL", ac
         keys = np.sort(np.argsort(-dist)[:start_keys])
     for _ in range(max_rounds):
         prob, Mv, e, d, ry, p, qk = _solve_subset(x0, y0, keys, solver)
+        if prob.solver_stats.solver_name == "SCS":
+            solver = "SCS"  # Clarabel gave up on this operator: do not wait for it again
         minv = np.linalg.inv(Mv)
         yd = y0 - d
         val = np.einsum("ij,jk,ik->i", yd, minv, yd)
@@ -91,26 +108,58 @@ def solve_kappa_sdp(x0: np.ndarray, y0: np.ndarray, solver: str = "CLARABEL", ac
     p = p / p.sum() if p.sum() > 0 else np.full(m, 1 / m)
     q = q / q.sum() if q.sum() > 0 else np.full(n, 1 / n)
     c = np.linalg.solve(Mv, e)
-    return KappaSDP(float(prob.value), Mv, c, d, p, q, f"{prob.status} (keys {keys.size}/{n})",
+    return KappaSDP(float(prob.value), Mv, c, d, p, q,
+                    f"{prob.status} {prob.solver_stats.solver_name} (keys {keys.size}/{n})",
                     time.perf_counter() - t0)
 
 
-def polar_k(sp: np.ndarray, sq: np.ndarray) -> np.ndarray:
-    """K with U0 K V0^T the polar factor of U0 V0^T, from Sig_p = U0^T U0 and Sig_q = V0^T V0:
-    K = Sp^{-1/2} W Z^T Sq^{-1/2} where Sp^{1/2} Sq^{1/2} = W Sigma Z^T (pseudo-inverse roots)."""
+def polar_k(x0: np.ndarray, y0: np.ndarray, p: np.ndarray, q: np.ndarray, rel_cut: float = 1e-10) -> np.ndarray:
+    """K with U0 K V0^T the polar factor of U0 V0^T, U0 = W_p X0, V0 = W_q Y0 (Lemma K1').
 
-    def roots(s):
-        w, v = np.linalg.eigh((s + s.T) / 2)
-        w = np.maximum(w, 0)
-        keep = w > w.max() * 1e-14 if w.max() > 0 else np.zeros_like(w, dtype=bool)
-        half = (v * np.sqrt(w)) @ v.T
-        inv = (v[:, keep] / np.sqrt(w[keep])) @ v[:, keep].T
-        return half, inv
+    From thin SVDs U0 = Uu Su Vu^T, V0 = Uv Sv Vv^T (singular values below rel_cut * max dropped,
+    which separates an exact null direction, e.g. after centring, from the rest) and the small SVD
+    Su Vu^T Vv Sv = W Sigma Z^T: K = Vu Su^-1 W Z^T Sv^-1 Vv^T.  Any K is sound; this one is sharp."""
 
-    ph, pi = roots(sp)
-    qh, qi = roots(sq)
-    W, _, Zt = np.linalg.svd(ph @ qh)
-    return pi @ W @ Zt @ qi
+    def factor(x, w):
+        w = w / w.sum()
+        xc = (x - w @ x) * np.sqrt(w)[:, None]
+        u, sv, vt = np.linalg.svd(xc, full_matrices=False)
+        keep = sv > sv.max() * rel_cut if sv.size and sv.max() > 0 else np.zeros(sv.shape, bool)
+        return sv[keep], vt[keep].T
+
+    su, vu = factor(x0, p)
+    sv, vv = factor(y0, q)
+    W, _, Zt = np.linalg.svd((su[:, None] * (vu.T @ vv)) * sv[None, :])
+    return (vu / su) @ W @ Zt @ (vv / sv).T
+
+
+def eigen_similarity(x0, y0, p, q, k, rel_cut: float = 1e-12) -> np.ndarray | None:
+    """A float matrix D of eigenvectors of G = A B (A = K^T Sig_p K, B = Sig_q, both PSD), so that
+    ||D^-1 G D||_inf is close to the spectral radius of G.  Built stably: B = L L^T on its range,
+    L^T A L = W Lam W^T (symmetric), eigenvectors A L W for the non-zero part and the null space
+    of B for the rest.  Only a proposal: the validated kernel encloses D^-1 G D exactly."""
+    a = k.T @ weighted_cov(x0, p) @ k
+    wb, vb = np.linalg.eigh(weighted_cov(y0, q))
+    keep = wb > wb.max() * rel_cut
+    ell = vb[:, keep] * np.sqrt(wb[keep])
+    _, w = np.linalg.eigh(ell.T @ a @ ell)
+    cols = a @ ell @ w
+    norms = np.linalg.norm(cols, axis=0)
+    if np.any(norms == 0):
+        return None
+    d = np.concatenate([cols / norms, vb[:, ~keep]], axis=1)
+    return d if np.all(np.isfinite(d)) and np.linalg.cond(d) < 1e10 else None
+
+
+def dual_lower_best(x0, y0, p, q):
+    """The better of the validated dual bounds with D = I and D = eigenvectors (both sound)."""
+    k = polar_k(x0, y0, p, q)
+    vals = [kc.kappa_lower_dual(x0, y0, p, q, k)]
+    d = eigen_similarity(x0, y0, p, q, k)
+    if d is not None:
+        vals.append(kc.kappa_lower_dual(x0, y0, p, q, k, similarity=d))
+    vals = [v for v in vals if v is not None]
+    return max(vals) if vals else None
 
 
 def weighted_cov(x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -202,8 +251,7 @@ def bracket_kappa(x0: np.ndarray, y0: np.ndarray) -> KappaBracket:
     scale = float(np.sqrt(np.abs(x0).max() * np.abs(y0).max())) or 1.0
     sol = solve_kappa_sdp(x0 / np.sqrt(scale), y0 / np.sqrt(scale))
     notes = []
-    k = polar_k(weighted_cov(x0, sol.p), weighted_cov(y0, sol.q))
-    lo = kc.kappa_lower_dual(x0, y0, sol.p, sol.q, k)
+    lo = dual_lower_best(x0, y0, sol.p, sol.q)
     if lo is None:
         notes.append("dual bound not certain")
         lo = 0

@@ -193,11 +193,10 @@ def random_gauges(d: int, rng) -> list[tuple[str, np.ndarray]]:
 
 
 def _uniform_dual_lower(x0, y0) -> float:
-    from softrank.fastpath.kappa_sdp import polar_k, weighted_cov
+    from softrank.fastpath.kappa_sdp import dual_lower_best
 
     p, q = np.full(x0.shape[0], 1.0), np.full(y0.shape[0], 1.0)
-    k = polar_k(weighted_cov(x0, p), weighted_cov(y0, q))
-    v = kc.kappa_lower_dual(x0, y0, p, q, k)
+    v = dual_lower_best(x0, y0, p, q)
     return float("nan") if v is None else float(v)
 
 

@@ -48,23 +48,33 @@ def weighted_covariance_ball(x0: np.ndarray, p: np.ndarray) -> arb_mat:
 
 
 def kappa_lower_dual(x0: np.ndarray, y0: np.ndarray, p: np.ndarray, q: np.ndarray, k: np.ndarray,
-                     prec_bits: int = KAPPA_PREC_BITS) -> Fraction | None:
+                     similarity: np.ndarray | None = None, prec_bits: int = KAPPA_PREC_BITS) -> Fraction | None:
     """Well-formed input and a returned value v imply kappa(X0 Y0^T) >= v (Lemmas K1, K1' of
     proofs/kappa_duality_contrast.md): v is the lower end of the ball for
-    tr(K^T Sig_p Sig_q) / sqrt(rho), rho an upper bound on ||K^T Sig_p K Sig_q||_inf.
-    None when the trace is not certainly positive (no bound)."""
+    tr(K^T Sig_p Sig_q) / sqrt(rho), rho an upper bound on the spectral radius of
+    G = K^T Sig_p K Sig_q, namely ||D^-1 G D||_inf for the binary64 matrix D = ``similarity``
+    (identity when None; D^-1 G D is enclosed by an Arb solve, so the exact D^-1 is used).
+    None when the trace is not certainly positive or D is not certainly invertible."""
     r = x0.shape[1]
     with ctx.workprec(prec_bits):
         sp, sq, km = weighted_covariance_ball(x0, p), weighted_covariance_ball(y0, q), _mat(k)
         prod = km.transpose() * sp * sq
         trace = sum((prod[i, i] for i in range(r)), arb(0))
         g = km.transpose() * sp * km * sq
+        if similarity is not None:
+            dm = _mat(similarity)
+            try:
+                g = dm.solve(g * dm)
+            except ZeroDivisionError:
+                return None
         rows = [sum((abs(g[i, j]) for j in range(r)), arb(0)) for i in range(r)]
         rho = rows[0]
         for v in rows[1:]:
             rho = rho.max(v)
+        if not (rho.is_finite() and trace > 0):
+            return None
         rho_up = arb(upper_fraction(rho).numerator) / arb(upper_fraction(rho).denominator)
-        if not (trace > 0 and rho_up > 0):
+        if not rho_up > 0:
             return None
         val = trace / rho_up.sqrt()
     return lower_fraction(val) if val.is_finite() else None

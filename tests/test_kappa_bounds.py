@@ -114,3 +114,29 @@ def test_cli_kappa_bad_arguments(store):
     assert main(["kappa", str(store), "--rank", "x"]) == 2
     assert main(["kappa", str(store), "--limit", "0"]) == 2
     assert main(["kappa", str(store / "nowhere")]) == 2
+
+
+def test_similarity_makes_rank_deficient_dual_bound_sharp_and_invariant():
+    """m = r points in r dimensions: the centred covariances are singular, G is a skew projector and
+    ||G||_inf overshoots its spectral radius; the eigenvector similarity recovers the nuclear norm."""
+    from softrank.fastpath.kappa_sdp import dual_lower_best, eigen_similarity, polar_k
+
+    rng = np.random.default_rng(5)
+    r = 6
+    x0, y0 = rng.standard_normal((r, r)) * rng.uniform(0.1, 3, r), rng.standard_normal((r, r))
+    p, q = np.ones(r), np.ones(r)
+    u = (x0 - x0.mean(0)) / np.sqrt(r)
+    v = (y0 - y0.mean(0)) / np.sqrt(r)
+    nuc = np.linalg.svd(u @ v.T, compute_uv=False).sum()
+    k = polar_k(x0, y0, p, q)
+    plain = kc.kappa_lower_dual(x0, y0, p, q, k)
+    d = eigen_similarity(x0, y0, p, q, k)
+    assert d is not None
+    sharp = kc.kappa_lower_dual(x0, y0, p, q, k, similarity=d)
+    assert float(sharp) <= nuc * (1 + 1e-12) and float(sharp) > nuc * (1 - 1e-8)
+    assert plain is None or plain <= sharp
+    s = np.diag(np.exp(rng.uniform(-2, 2, r)))
+    best = float(dual_lower_best(x0 @ s, y0 @ np.linalg.inv(s).T, p, q))
+    assert abs(best - nuc) < 1e-7 * nuc
+    # A singular similarity gives no bound (never a wrong one).
+    assert kc.kappa_lower_dual(x0, y0, p, q, k, similarity=np.zeros((r, r))) is None

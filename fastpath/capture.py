@@ -129,9 +129,11 @@ class CaptureSession:
     ``family`` selects which modules are captured (see :func:`classify`); ``layers`` (a set, or
     None for all) restricts the layers kept."""
 
-    def __init__(self, model: torch.nn.Module, family: str, layers: set[int] | None = None):
+    def __init__(self, model: torch.nn.Module, family: str, layers: set[int] | None = None,
+                 stop_early: bool = False):
         self.family = family
         self.layers = layers
+        self.stop_early = stop_early and layers is not None
         self.names = {id(mod): name for name, mod in model.named_modules()}
         self.captures: list[Capture] = []
         self._bias_cache: dict[int, torch.Tensor] = {}
@@ -175,6 +177,8 @@ class CaptureSession:
             queries=query.detach().to("cpu", torch.float32).contiguous(),
             keys=key.detach().to("cpu", torch.float32).contiguous(),
             scale=float(scaling), bias=bias, masked=masked))
+        if self.stop_early and self.layers <= {c.layer for c in self.captures}:
+            raise CaptureComplete  # every wanted layer is captured: skip the rest of the pass
 
 
 def _eager_for(module) -> Callable:
@@ -217,12 +221,22 @@ def register_capture() -> None:
     _REGISTERED = True
 
 
+class CaptureComplete(Exception):
+    """Raised inside the forward pass once every wanted layer is captured (``stop_early``)."""
+
+
 @contextmanager
-def capturing(model, family: str, layers: set[int] | None = None):
-    """``with capturing(model, family) as session: model(...)``; captures in ``session.captures``."""
+def capturing(model, family: str, layers: set[int] | None = None, stop_early: bool = False):
+    """``with capturing(model, family) as session: model(...)``; captures in ``session.captures``.
+
+    ``stop_early`` (for models with one attention call per layer: encoders, decoders, vision)
+    aborts the forward pass after the last wanted layer; the pass's output is then not computed."""
     register_capture()
-    with torch.no_grad(), CaptureSession(model, family, layers) as session:
-        yield session
+    with torch.no_grad(), CaptureSession(model, family, layers, stop_early) as session:
+        try:
+            yield session
+        except CaptureComplete:
+            pass
 
 
 def rowsoftmax64(logits: np.ndarray) -> np.ndarray:

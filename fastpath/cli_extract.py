@@ -25,7 +25,11 @@ DEFAULT_PANELS: dict[str, dict[str, Any]] = {
 }
 GENERAL_DEFAULTS: dict[str, Any] = {"sources": 2, "tokens": 256, "widths": None, "max_operators": None, "seed": 0}
 OPTION_NAMES = ("sources", "seed", "tokens", "widths", "layers", "heads", "max_operators", "texts",
-                "device", "progress")
+                "device", "progress", "threads")
+# torch CPU threads during extraction.  One thread: on the shared 2-core machine two OpenMP
+# threads made a SmolLM2 pass 3 to 10 times slower under load (measured: 2 passes, 1 thread
+# 3.6-5.7 s, 2 threads 12-42 s, load average 5-7); on an idle machine one thread costs little.
+DEFAULT_THREADS = 1
 
 
 def configure(parser) -> None:
@@ -45,6 +49,8 @@ def configure(parser) -> None:
     parser.add_argument("--text-file", action="append", default=None, dest="text_files", metavar="PATH",
                         help="use this text file as a source instead of the stdlib passages (repeatable)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help=f"torch CPU threads during extraction (default {DEFAULT_THREADS})")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -81,7 +87,7 @@ def run(args) -> int:
     options = {"sources": args.sources, "seed": args.seed, "tokens": args.tokens,
                "widths": _int_list(args.widths, "widths"), "layers": _int_list(args.layers, "layers"),
                "heads": _int_list(args.heads, "heads"), "max_operators": args.max_operators,
-               "texts": texts, "device": args.device, "progress": not args.no_progress}
+               "texts": texts, "device": args.device, "progress": not args.no_progress, "threads": args.threads}
     start = time.perf_counter()
     ids = extract_to_store(args.model, args.out, **{k: v for k, v in options.items() if v is not None})
     elapsed = time.perf_counter() - start
@@ -133,22 +139,35 @@ def extract_to_store(model, store, **options) -> list[str]:
     ``sources`` (int), ``seed`` (int), ``tokens`` (pass length), ``widths`` (block widths for
     decoders), ``layers``, ``heads`` (lists of ints), ``max_operators`` (int), ``texts`` (list of
     strings or (source_id, text) pairs, replacing the stdlib passages), ``device``,
-    ``progress`` (bool: a rich progress bar on stderr).
+    ``progress`` (bool: a rich progress bar on stderr), ``threads`` (torch CPU threads during
+    extraction, default ``DEFAULT_THREADS``, restored afterwards).
     Raises ``InputError`` for bad input (unknown model, unsupported model, pass too short for a
     block width, empty text, out-of-range layers or heads).
     """
+    import torch
+
     from softrank.fastpath.models import LoadedModel, load_model
-    from softrank.replay.store import write_index
 
     name = model.name if isinstance(model, LoadedModel) else str(model)
     opts = _options(name, options)
-    for key in ("sources", "tokens", "max_operators"):
+    for key in ("sources", "tokens", "max_operators", "threads"):
         if opts.get(key) is not None and (not isinstance(opts[key], int) or opts[key] < 1):
             raise InputError("arguments", key.replace("_", "-"), f"must be a positive integer, got {opts[key]!r}")
     passages = _text_sources(opts) if opts.get("texts") is not None else None
 
-    lm = model if isinstance(model, LoadedModel) else load_model(name, device=opts.get("device"))
-    plan = _plan(lm, opts, passages)
+    threads_before = torch.get_num_threads()
+    torch.set_num_threads(int(opts.get("threads") or DEFAULT_THREADS))
+    try:
+        lm = model if isinstance(model, LoadedModel) else load_model(name, device=opts.get("device"))
+        plan = _plan(lm, opts, passages)
+        return _extract(lm, store, plan, opts)
+    finally:
+        torch.set_num_threads(threads_before)
+
+
+def _extract(lm, store, plan, opts) -> list[str]:
+    from softrank.replay.store import write_index
+
     Path(store).mkdir(parents=True, exist_ok=True)
     ids: list[str] = []
     with _progress(opts.get("progress", False), plan["total"], f"extract {lm.tag}") as advance:
@@ -242,7 +261,8 @@ def _extract_source(lm, store, source, pairs, plan):
     tokens = plan["tokens"]
     widths = plan["widths"]
     dev = lm.device
-    with capturing(lm.model, lm.family, layers) as session:
+    one_call_per_layer = lm.kind in ("encoder", "decoder", "vision")
+    with capturing(lm.model, lm.family, layers, stop_early=one_call_per_layer) as session:
         if lm.kind in ("vision", "blip2"):
             pixels = torch.from_numpy(source.pixels)[None].to(dev)
             if lm.kind == "vision":

@@ -21,6 +21,15 @@ from softrank.fastpath.operators import block_operator, full_operator, operators
 TOL = 1e-5
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """One torch thread (as extraction uses): much faster on the shared 2-core machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _reference(model, **inputs):
     model.set_attn_implementation("eager")
     with torch.no_grad():
@@ -237,3 +246,15 @@ def test_blip2_qformer_cross_capture_matches_model():
         assert _max_error(cap, probs) < TOL
         op = full_operator(cap, 1)
         assert op.shape == (8, 10)
+
+
+def test_stop_early_captures_wanted_layers_only():
+    model = _llama()
+    ids = torch.randint(0, 97, (1, 16), generator=torch.Generator().manual_seed(13))
+    full, _ = _capture(model, "llama", input_ids=ids)
+    with capturing(model, "llama", layers={0}, stop_early=True) as session:
+        model(input_ids=ids)
+        assert False, "the pass should stop after layer 0"  # pragma: no cover
+    assert [c.layer for c in session.captures] == [0]
+    assert torch.equal(session.captures[0].queries, full[0].queries)
+    assert torch.equal(session.captures[0].keys, full[0].keys)

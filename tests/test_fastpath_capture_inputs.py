@@ -19,6 +19,15 @@ from softrank.fastpath.cli_extract import extract_to_store, spread_pairs  # noqa
 from softrank.replay.store import read_record  # noqa: E402
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """One torch thread (as extraction uses): much faster on the shared 2-core machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _save(root, name, model):
     path = root / name
     model.save_pretrained(path)
@@ -88,8 +97,12 @@ def test_extract_local_checkpoint(checkpoints, family, tmp_path):
 
 
 def test_extract_is_deterministic(checkpoints, tmp_path):
+    threads = torch.get_num_threads()
     a = extract_to_store(str(checkpoints["bert"]), tmp_path / "a", sources=2, seed=9, tokens=24, max_operators=5)
-    b = extract_to_store(str(checkpoints["bert"]), tmp_path / "b", sources=2, seed=9, tokens=24, max_operators=5)
+    assert torch.get_num_threads() == threads  # the extraction's thread setting is restored
+    b = extract_to_store(str(checkpoints["bert"]), tmp_path / "b", sources=2, seed=9, tokens=24, max_operators=5,
+                         threads=2)
+    assert torch.get_num_threads() == threads
     c = extract_to_store(str(checkpoints["bert"]), tmp_path / "c", sources=2, seed=10, tokens=24, max_operators=5)
     assert a == b and a != c
     for rid in a:

@@ -26,7 +26,7 @@ from softrank.fastpath import upper as up
 
 DEFAULT_EPS = (0.15, 0.25, 0.35)
 BUDGETS = (8, 16, 32)
-FAST_ORDER = ("rpqr", "cpqr", "rwsvd", "altl1", "reprows")
+FAST_ORDER = ("rpqr", "cpqr", "rwsvd", "altl1")
 ALL_CONSTRUCTIONS = ("tsvd", "rwsvd", "altl1", "cpqr", "rpqr", "reprows")
 PRODUCER = "softrank.fastpath.bracket 0.1"
 

@@ -138,12 +138,28 @@ def decoder_lp(ctx: Context, rows: np.ndarray, eps: float, max_cols: int | None 
 
 
 def _quick_decoder(ctx: Context, rows: np.ndarray, eps: float):
-    """W = pseudoinverse of A_S (A_S W = I): cheap, often enough for small p."""
+    """Cheap right inverses (A_S W = I exactly): the pseudoinverse of A_S, and the inverse of the
+    square block A[S, T] on the rows' peak columns T; the better of the two."""
+    A = ctx.A
+    rows = np.asarray(rows, dtype=np.int64)
+    best_v, best_W = float("inf"), None
     try:
-        W = np.linalg.pinv(ctx.A[rows])
+        W = np.linalg.pinv(A[rows])
+        best_v, best_W = decoder_value(A, rows, W, eps), W
     except np.linalg.LinAlgError:
-        return float("inf"), None
-    return decoder_value(ctx.A, rows, W, eps), W
+        pass
+    cols = A[rows].argmax(axis=1)
+    if len(set(cols.tolist())) == len(rows):
+        try:
+            inv = np.linalg.inv(A[np.ix_(rows, cols)])
+            W = np.zeros((ctx.N, len(rows)))
+            W[cols] = inv
+            v = decoder_value(A, rows, W, eps)
+            if v < best_v:
+                best_v, best_W = v, W
+        except np.linalg.LinAlgError:
+            pass
+    return best_v, best_W
 
 
 def _ok(value: float) -> bool:
@@ -165,65 +181,73 @@ def row_orders(ctx: Context) -> list[np.ndarray]:
     return orders
 
 
-@dataclass
-class DecoderSearch:
-    """Search state shared across tolerances (a set valid at a larger eps is valid at a smaller)."""
-
-    greedy_tries: int = 24
-    lp_limit: int = 80
-    lps: int = field(default=0)
-
-
 def decoder_certificate(ctx: Context, eps: float, p_hi: int, start: Certificate | None = None,
-                        greedy_tries: int = 8) -> Certificate:
-    """The largest decoder certificate found at ``eps`` with p <= p_hi (p_hi: a known upper end)."""
+                        lp_tries: int = 4) -> Certificate:
+    """The largest decoder certificate found at ``eps`` with p <= p_hi (p_hi: a known upper end).
+
+    1. greedy first-fit over the row orders with cheap exact right inverses (no LP);
+    2. binary search over prefixes of the pivoted-QR order above the greedy size, W by LP;
+    3. greedy growth with the LP for at most ``lp_tries`` further rows."""
     A = ctx.A
     p_hi = max(1, min(p_hi, ctx.p))
     # p = 1 always works: any row, W = ones (A_S W = 1, eps * 1 < 1)
-    best_rows = np.array([0], dtype=np.int64)
-    best_W = np.ones((ctx.N, 1))
-    if start is not None and start.rows is not None:
-        best_rows, best_W = np.asarray(start.rows, dtype=np.int64), np.asarray(start.W, dtype=np.float64)
-    best_val = decoder_value(A, best_rows, best_W, eps)
-    if not _ok(best_val):  # should not happen (start was valid at a larger eps)
-        best_rows, best_W = np.array([0], dtype=np.int64), np.ones((ctx.N, 1))
-        best_val = decoder_value(A, best_rows, best_W, eps)
-
-    def check(rows):
-        rows = np.asarray(rows, dtype=np.int64)
-        v, W = _quick_decoder(ctx, rows, eps)
-        if _ok(v):
-            return v, W
-        v2, W2 = decoder_lp(ctx, rows, eps)
-        return (v2, W2) if v2 < v else (v, W)
-
+    rows, W = np.array([int(A.max(axis=1).argmax())], dtype=np.int64), np.ones((ctx.N, 1))
+    if start is not None and start.rows is not None and start.lower > 1:
+        rows, W = np.asarray(start.rows, dtype=np.int64), np.asarray(start.W, dtype=np.float64)
+    val = decoder_value(A, rows, W, eps)
+    if not _ok(val):  # cannot happen for a start valid at a larger eps; fall back to p = 1
+        rows, W = np.array([0], dtype=np.int64), np.ones((ctx.N, 1))
+        val = decoder_value(A, rows, W, eps)
     orders = row_orders(ctx)
+
+    # 1. cheap greedy first-fit
+    member = set(rows.tolist())
     for order in orders:
-        a, b = len(best_rows), min(p_hi, len(order))  # a: a size known achievable
-        while a < b:
-            mid = (a + b + 1) // 2
-            v, W = check(order[:mid])
+        for i in order:
+            if len(rows) >= p_hi:
+                break
+            if int(i) in member:
+                continue
+            cand = np.append(rows, int(i))
+            v, Wc = _quick_decoder(ctx, cand, eps)
             if _ok(v):
-                a = mid
-                if mid > len(best_rows):
-                    best_rows, best_W, best_val = np.asarray(order[:mid], dtype=np.int64), W, v
-            else:
-                b = mid - 1
-        if len(best_rows) >= p_hi:
-            break
-    # greedy growth: try rows from the orders that are not in S yet
-    tries = 0
-    tried = set(int(i) for i in best_rows)
-    candidates = [int(i) for o in orders for i in o[:max(4 * p_hi, 32)]]
-    for i in candidates:
-        if len(best_rows) >= p_hi or tries >= greedy_tries:
-            break
-        if i in tried:
-            continue
-        tried.add(i)
-        tries += 1
-        rows = np.append(best_rows, i)
-        v, W = check(rows)
+                rows, W, val = cand, Wc, v
+                member.add(int(i))
+
+    def check(cand):
+        v, Wc = _quick_decoder(ctx, cand, eps)
         if _ok(v):
-            best_rows, best_W, best_val = rows, W, v
-    return Certificate("decoder", len(best_rows), rows=best_rows, W=best_W, margin=1.0 - best_val)
+            return v, Wc
+        v2, W2 = decoder_lp(ctx, cand, eps)
+        return (v2, W2) if v2 < v else (v, Wc)
+
+    # 2. binary search over prefixes of the QR order (LP), only above the current size
+    order = orders[0]
+    a, b = len(rows), min(p_hi, len(order))
+    first = True
+    while a < b:
+        mid = (a + b + 1) // 2 if not first else a + 1  # first probe just above: cheap to fail
+        first = False
+        cand = np.asarray(order[:mid], dtype=np.int64)
+        v, Wc = check(cand)
+        if _ok(v):
+            a = mid
+            rows, W, val = cand, Wc, v
+        else:
+            b = mid - 1
+    # 3. LP greedy growth from the best set
+    member = set(rows.tolist())
+    tries = 0
+    for o in orders:
+        for i in o:
+            if len(rows) >= p_hi or tries >= lp_tries:
+                break
+            if int(i) in member:
+                continue
+            member.add(int(i))
+            tries += 1
+            cand = np.append(rows, int(i))
+            v, Wc = check(cand)
+            if _ok(v):
+                rows, W, val = cand, Wc, v
+    return Certificate("decoder", len(rows), rows=rows, W=W, margin=1.0 - val)

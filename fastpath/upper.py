@@ -102,7 +102,7 @@ def l1_regression(a: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, float]:
     return x, float(np.abs(a - Y @ x).sum())
 
 
-def irls_rows(A: np.ndarray, Y: np.ndarray, X0: np.ndarray, iters: int = 30) -> np.ndarray:
+def irls_rows(A: np.ndarray, Y: np.ndarray, X0: np.ndarray, iters: int = 20) -> np.ndarray:
     """Approximate row-wise l1 regression ``min_x ||a_i - Y x_i||_1`` for all rows at once by
     iteratively reweighted least squares (weights 1/max(|r|, delta), delta shrinking)."""
     m, k = X0.shape
@@ -114,7 +114,7 @@ def irls_rows(A: np.ndarray, Y: np.ndarray, X0: np.ndarray, iters: int = 30) -> 
     for _ in range(iters):
         R = A - X @ Y.T
         Wt = 1.0 / np.maximum(np.abs(R), delta)  # m x N
-        G = np.einsum("jk,ij,jl->ikl", Y, Wt, Y)
+        G = np.matmul(Y.T[None, :, :] * Wt[:, None, :], Y)  # G_i = Y^T diag(w_i) Y
         rhs = (Wt * A) @ Y
         G += ridge * np.trace(G, axis1=1, axis2=2)[:, None, None] + 1e-300
         try:
@@ -190,7 +190,7 @@ def build_rwsvd(ctx: Context, k: int, target: float = 0.0):
     return ctx.A @ Y, Y
 
 
-def build_altl1(ctx: Context, k: int, target: float, rounds: int = 4):
+def build_altl1(ctx: Context, k: int, target: float, rounds: int = 3):
     """Alternating l1: X-step exact row-wise l1 regression (failing rows only), Y-step IRLS."""
     A = ctx.A
     Y = ctx._rw_bases.get(k)
@@ -206,8 +206,8 @@ def build_altl1(ctx: Context, k: int, target: float, rounds: int = 4):
         wr = (err / max(float(err.mean()), 1e-300)) ** 2
         Wt = wr[:, None] / np.maximum(np.abs(R), 1e-6)  # m x N
         # y_j = (X^T D_j X)^{-1} X^T D_j a_j, batched over columns j
-        G = np.einsum("ik,ij,il->jkl", X, Wt, X)
-        rhs = np.einsum("ik,ij,ij->jk", X, Wt, A)
+        G = np.matmul(X.T[None, :, :] * Wt.T[:, None, :], X)  # G_j = X^T diag(w_:j) X
+        rhs = (Wt * A).T @ X
         G += 1e-12 * np.trace(G, axis1=1, axis2=2)[:, None, None] * np.eye(k)[None] + 1e-300
         try:
             Y = np.linalg.solve(G, rhs[..., None])[..., 0]

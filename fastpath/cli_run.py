@@ -1,0 +1,210 @@
+"""``softrank run``: the main job.
+
+On its embedded default panel (DEFAULT_PANELS of ``softrank extract``: 64 all-MiniLM-L6-v2
+operators at 256 x 256 and 54 SmolLM2-135M common-prefix blocks at N = 128, stdlib documentation
+passages selected by seed 0) it
+
+1. extracts the operators (``extract_to_store``) into ``OUT/store``;
+2. brackets them in float64 at eps 0.15, 0.25, 0.35 (``softrank bracket``, in place);
+3. replays every witness and certificate with the validated checker into ``OUT/replay``;
+4. prints a table per family and eps: operators, median L, median U, median U/L, resolved share,
+   validated agreement, and the baseline (truncated-SVD upper, Frobenius-tail lower) on the same
+   operators; writes it to ``OUT/summary.csv`` and ``OUT/summary.json``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+import time
+from pathlib import Path
+
+from softrank.errors import InputError
+
+MODELS = ("minilm", "smollm2")
+
+
+def configure(parser) -> None:
+    parser.add_argument("--out", default="softrank-out", help="output folder (default softrank-out/)")
+    parser.add_argument("--eps", default="0.15,0.25,0.35", help="tolerances (default 0.15,0.25,0.35)")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes for bracket and replay (default 2)")
+    parser.add_argument("--minilm", type=int, default=None, metavar="N",
+                        help="MiniLM operators (default: the embedded panel, 64); 0 skips the model")
+    parser.add_argument("--smollm2", type=int, default=None, metavar="N",
+                        help="SmolLM2 blocks (default: the embedded panel, 54); 0 skips the model")
+    parser.add_argument("--device", default=None, help="extraction device: cpu or cuda (default: cuda when available)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="reuse OUT/store's extracted records if present (skip extraction)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def _extraction_api():
+    try:
+        from softrank.fastpath.cli_extract import extract_to_store
+    except ImportError as err:  # the extraction half of the fast path is missing
+        raise InputError("softrank run", "extraction",
+                         f"the extraction API softrank.fastpath.cli_extract.extract_to_store is not available ({err})")
+    return extract_to_store
+
+
+def run(args) -> int:
+    from rich.console import Console
+
+    from softrank.fastpath.cli_bracket import parse_eps, run_bracket
+
+    if args.jobs < 1:
+        raise InputError("arguments", "jobs", f"must be a positive integer, got {args.jobs}")
+    for name in MODELS:
+        n = getattr(args, name)
+        if n is not None and n < 0:
+            raise InputError("arguments", name, f"must be a non-negative integer, got {n}")
+    eps_list = parse_eps(args.eps)
+    console = Console(stderr=False)
+    out = Path(args.out)
+    store = out / "store"
+    progress = not args.no_progress
+    times: dict[str, float] = {}
+
+    # 1. extract
+    t0 = time.perf_counter()
+    have = (store / "records").is_dir() and any((store / "records").iterdir())
+    if args.reuse and have:
+        console.print(f"[bold]extract[/]: reusing {store}")
+    else:
+        if have:
+            raise InputError(str(store), "store", "already holds records; remove it, choose another --out, or pass --reuse")
+        extract_to_store = _extraction_api()
+        for name in MODELS:
+            n = getattr(args, name)
+            if n == 0:
+                continue
+            opts = {"progress": progress}
+            if n is not None:
+                opts["max_operators"] = n
+            if args.device:
+                opts["device"] = args.device
+            ids = extract_to_store(name, store, **opts)
+            console.print(f"[bold]extract[/]: {len(ids)} operators from {name}")
+    times["extract"] = time.perf_counter() - t0
+
+    # 2. bracket (in place)
+    t0 = time.perf_counter()
+    rows = run_bracket(store, None, eps_list, jobs=args.jobs, progress=progress, label="bracket")
+    times["bracket"] = time.perf_counter() - t0
+
+    # 3. validated replay
+    t0 = time.perf_counter()
+    from softrank.replay.engine import replay_store
+
+    replay_dir = out / "replay"
+    summary = _replay(replay_store, store, replay_dir, args.jobs, progress)
+    times["replay"] = time.perf_counter() - t0
+    for line in summary.errors:
+        console.print(f"[red]replay error[/]: {line}")
+
+    # 4. summary
+    replay_rows = _read_replay(replay_dir / "replay.csv")
+    table = summarise(rows, replay_rows, eps_list)
+    _write_summary(out, table, times)
+    _print_table(console, table, times, summary)
+    return 0 if not summary.malformed else 2
+
+
+def _replay(replay_store, store, replay_dir, jobs, progress):
+    if not progress:
+        return replay_store(store, replay_dir, jobs=jobs)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn()) as bar:
+        task = bar.add_task("replay", total=None)
+        return replay_store(store, replay_dir, jobs=jobs,
+                            progress=lambda done, total: bar.update(task, completed=done, total=total))
+
+
+def _read_replay(path: Path) -> dict[tuple[str, float], dict]:
+    out = {}
+    if not path.is_file():
+        return out
+    with open(path, newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            try:
+                key = (row["record_id"], round(float(row["eps_value"]), 12))
+            except (KeyError, ValueError):
+                continue
+            out[key] = row
+    return out
+
+
+def _int(v):
+    try:
+        return int(float(v))
+    except (TypeError, ValueError):
+        return None
+
+
+def summarise(rows: list[dict], replay_rows: dict, eps_list) -> list[dict]:
+    """One row per (family, eps): float64 bracket statistics, baseline, validated agreement."""
+    table = []
+    families = sorted({r["family"] or r["model"] for r in rows})
+    for fam in families:
+        for e in eps_list:
+            sel = [r for r in rows if (r["family"] or r["model"]) == fam and abs(r["eps"] - e) < 1e-12]
+            if not sel:
+                continue
+            p = [min(r["m"], r["N"]) for r in sel]
+            U = [r["upper"] if r["upper"] is not None else q for r, q in zip(sel, p)]
+            L = [r["lower"] for r in sel]
+            bU = [r["baseline_upper"] if r["baseline_upper"] is not None else q for r, q in zip(sel, p)]
+            bL = [r["baseline_lower"] for r in sel]
+            agree = witnessed = 0
+            for r in sel:
+                rep = replay_rows.get((r["record_id"], round(e, 12)))
+                if rep is None:
+                    continue
+                witnessed += 1
+                agree += (_int(rep.get("validated_lower")) == r["lower"]
+                          and _int(rep.get("validated_upper")) == r["upper"])
+            table.append({
+                "family": fam, "eps": e, "operators": len(sel),
+                "shape": f"{sel[0]['m']}x{sel[0]['N']}",
+                "median_L": statistics.median(L), "median_U": statistics.median(U),
+                "median_U_over_L": statistics.median(u / max(l, 1) for u, l in zip(U, L)),
+                "resolved": sum(bool(r["resolved"]) for r in sel) / len(sel),
+                "baseline_median_L": statistics.median(bL), "baseline_median_U": statistics.median(bU),
+                "baseline_median_U_over_L": statistics.median(u / max(l, 1) for u, l in zip(bU, bL)),
+                "baseline_resolved": sum(bool(r["baseline_resolved"]) for r in sel) / len(sel),
+                "validated_agreement": (agree / witnessed) if witnessed else None,
+                "replayed": witnessed,
+            })
+    return table
+
+
+def _write_summary(out: Path, table: list[dict], times: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "summary.csv", "w", newline="", encoding="utf-8") as fh:
+        if table:
+            w = csv.DictWriter(fh, fieldnames=list(table[0]))
+            w.writeheader()
+            w.writerows(table)
+    (out / "summary.json").write_text(json.dumps({"table": table, "seconds": times}, indent=1), encoding="utf-8")
+
+
+def _print_table(console, table: list[dict], times: dict, summary) -> None:
+    from rich.table import Table
+
+    t = Table(title="softrank run: float64 brackets, validated replay (baseline: truncated SVD / Frobenius tail)")
+    for col in ("family", "eps", "operators", "median L", "median U", "median U/L", "resolved",
+                "validated agreement", "baseline L", "baseline U", "baseline U/L", "baseline resolved"):
+        t.add_column(col, justify="right" if col not in ("family",) else "left")
+    for r in table:
+        agree = "-" if r["validated_agreement"] is None else f"{100 * r['validated_agreement']:.1f}%"
+        t.add_row(r["family"], f"{r['eps']:g}", str(r["operators"]), f"{r['median_L']:g}", f"{r['median_U']:g}",
+                  f"{r['median_U_over_L']:.2f}", f"{100 * r['resolved']:.1f}%", agree,
+                  f"{r['baseline_median_L']:g}", f"{r['baseline_median_U']:g}",
+                  f"{r['baseline_median_U_over_L']:.2f}", f"{100 * r['baseline_resolved']:.1f}%")
+    console.print(t)
+    console.print(summary.line())
+    console.print("time: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())
+                  + f", total {sum(times.values()):.0f} s")

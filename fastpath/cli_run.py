@@ -60,7 +60,9 @@ def run(args) -> int:
         if n is not None and n < 0:
             raise InputError("arguments", name, f"must be a non-negative integer, got {n}")
     eps_list = parse_eps(args.eps)
-    console = Console(stderr=False)
+    import sys
+
+    console = Console(stderr=False, width=None if sys.stdout.isatty() else 170)
     out = Path(args.out)
     store = out / "store"
     progress = not args.no_progress

@@ -1,0 +1,156 @@
+"""Fast-path bracketing (issue 3): constructions, certificates, brackets on operators with known
+r_eps, and the float64 inequalities of every certificate produced."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from softrank.fastpath import lower as low
+from softrank.fastpath import upper as up
+from softrank.fastpath.bracket import bracket_matrix, resolved, verdict
+
+
+def softmax_rows(H):
+    H = H - H.max(axis=1, keepdims=True)
+    E = np.exp(H)
+    return E / E.sum(axis=1, keepdims=True)
+
+
+def block_uniform(blocks: int, size: int) -> np.ndarray:
+    """Block-diagonal row-stochastic operator with uniform rows: exact rank = blocks, and
+    r_eps = blocks for every eps < 1 (decoder with one row per block and W = block indicators)."""
+    n = blocks * size
+    A = np.zeros((n, n))
+    for b in range(blocks):
+        A[b * size:(b + 1) * size, b * size:(b + 1) * size] = 1.0 / size
+    return A
+
+
+def near_identity(n: int, delta: float) -> np.ndarray:
+    return (1 - delta) * np.eye(n) + delta / n * np.ones((n, n))
+
+
+def check_certificate_float64(A, eps, cert: low.Certificate):
+    """The certificate's inequality (record-format claim) holds in float64."""
+    m = A.shape[0]
+    k = cert.lower - 1
+    if cert.kind == "decoder":
+        rows, W = cert.rows, cert.W
+        assert W.shape == (A.shape[1], len(rows)) and len(rows) == cert.lower
+        assert len(set(rows.tolist())) == len(rows)
+        assert low.decoder_value(A, rows, W, eps) < 1.0
+    elif cert.kind == "frobenius":
+        s = np.linalg.svd(A, compute_uv=False)
+        assert np.sum(s[k:] ** 2) > m * eps * eps
+    elif cert.kind == "projected":
+        rows, W = cert.rows, cert.W
+        sv = np.linalg.svd(A[rows] @ W, compute_uv=False)
+        omega2 = np.max(np.sum(W * W, axis=1))
+        assert np.sum(sv[k:] ** 2) > len(rows) * eps * eps * omega2
+    else:  # pragma: no cover
+        raise AssertionError(cert.kind)
+
+
+@pytest.mark.parametrize("eps", [0.15, 0.25, 0.35])
+def test_block_diagonal_known_rank(eps):
+    A = block_uniform(5, 4)
+    res = bracket_matrix(A, [eps])[eps]
+    assert res.lower == 5 and res.upper == 5
+    assert resolved(res.lower, res.upper, 20)
+    assert up.max_row_l1(A, res.witness.X, res.witness.Y) <= eps - up.MARGIN
+    assert any(c.kind == "decoder" for c in res.certificates)
+    for c in res.certificates:
+        check_certificate_float64(A, eps, c)
+
+
+def test_near_identity_needs_full_rank():
+    n = 12
+    A = near_identity(n, 0.1)  # ||A - I||_inf = 2 * 0.1 * (n-1)/n < 1 - eps: r_eps = n
+    res = bracket_matrix(A, [0.25, 0.35])
+    for eps, b in res.items():
+        assert b.lower == n and b.upper == n, (eps, b.lower, b.upper)
+        assert b.verdicts == {"8": "impossible", "16": "feasible", "32": "feasible"}
+        for c in b.certificates:
+            check_certificate_float64(A, eps, c)
+
+
+def test_random_softmax_bracket_is_consistent():
+    rng = np.random.default_rng(3)
+    Q, K = rng.normal(size=(32, 4)), rng.normal(size=(32, 4))
+    A = softmax_rows(2.0 * Q @ K.T)
+    res = bracket_matrix(A, [0.15, 0.25, 0.35], mode="full")
+    prev_L, prev_U = None, None
+    for eps in (0.15, 0.25, 0.35):
+        b = res[eps]
+        assert 1 <= b.lower <= b.upper <= 32
+        assert b.upper <= b.baseline_upper and b.lower >= b.baseline_lower
+        assert up.max_row_l1(A, b.witness.X, b.witness.Y) <= eps - up.MARGIN
+        assert b.witness.X.shape == (32, b.upper) and b.witness.Y.shape == (32, b.upper)
+        assert b.certificates and all(c.lower == b.lower for c in b.certificates)
+        for c in b.certificates:
+            check_certificate_float64(A, eps, c)
+        # every construction's own rank is at least the best and at least L
+        for name, k in b.ranks.items():
+            if k is not None:
+                assert b.lower <= k and k >= b.upper, name
+        if prev_L is not None:  # larger eps: bracket cannot move up
+            assert b.lower <= prev_L and b.upper <= prev_U
+        prev_L, prev_U = b.lower, b.upper
+
+
+@pytest.mark.parametrize("name", sorted(up.CONSTRUCTIONS))
+def test_each_construction_gives_checked_witness(name):
+    rng = np.random.default_rng(7)
+    A = softmax_rows(3.0 * rng.normal(size=(24, 3)) @ rng.normal(size=(3, 24)))
+    ctx = up.Context(A)
+    found = up.search_ranks(ctx, name, [0.25], {0.25: 1}, {0.25: 24})
+    w = found[0.25]
+    assert w is not None, name
+    assert w.X.shape == (24, w.rank) and w.Y.shape == (24, w.rank)
+    assert up.max_row_l1(A, w.X, w.Y) == pytest.approx(w.error)
+    assert w.error <= 0.25 - up.MARGIN
+    if w.rank > 1:  # one rank less fails for this construction (binary search found the least)
+        X, Y = up.CONSTRUCTIONS[name](ctx, w.rank - 1, 0.25 - up.MARGIN)
+        assert up.max_row_l1(A, X, Y) > 0.25 - up.MARGIN
+
+
+def test_tsvd_scan_is_least_truncation_rank():
+    rng = np.random.default_rng(11)
+    A = softmax_rows(rng.normal(size=(20, 20)) * 2)
+    ctx = up.Context(A)
+    w = up.tsvd_scan(ctx, [0.25])[0.25]
+    U, s, Vt = np.linalg.svd(A)
+    errs = [np.abs(A - (U[:, :k] * s[:k]) @ Vt[:k]).sum(axis=1).max() for k in range(21)]
+    assert w.rank == next(k for k, e in enumerate(errs) if e <= 0.25 - up.MARGIN)
+
+
+def test_decoder_lp_beats_or_matches_pseudoinverse():
+    rng = np.random.default_rng(5)
+    A = softmax_rows(4.0 * rng.normal(size=(16, 16)))
+    ctx = up.Context(A)
+    rows = np.array([0, 3, 7], dtype=np.int64)
+    v_lp, W = low.decoder_lp(ctx, rows, 0.25)
+    v_pinv = low.decoder_value(A, rows, np.linalg.pinv(A[rows]), 0.25)
+    assert v_lp <= v_pinv + 1e-9
+    assert v_lp == pytest.approx(low.decoder_value(A, rows, W, 0.25))
+
+
+def test_trivial_lower_one_and_uniform_operator():
+    A = np.full((10, 10), 0.1)  # rank one: r_eps = 1
+    b = bracket_matrix(A, [0.25])[0.25]
+    assert b.lower == 1 and b.upper == 1
+    check_certificate_float64(A, 0.25, b.certificates[0])
+
+
+def test_resolved_rule_and_verdicts():
+    assert resolved(5, 10, 128)          # U <= 2L
+    assert not resolved(5, 11, 32)
+    assert resolved(1, 3, 8)             # U - L <= 2
+    assert not resolved(30, 61, 256)     # 61 > 60, 31 > 2, 31 > 25.6
+    assert not resolved(3, 20, 128)
+    assert resolved(10, 25, 256)         # U > 2L but U - L = 15 <= 25.6
+    assert not resolved(2, None, 16)
+    assert verdict(8, 3, 8) == "feasible"
+    assert verdict(8, 9, 20) == "impossible"
+    assert verdict(8, 5, 12) == "unresolved"

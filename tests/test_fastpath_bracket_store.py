@@ -1,0 +1,105 @@
+"""Fast-path bracketing on stores: records rewritten with witnesses, certificates and float64
+verdicts; the validated replay confirms them; ``softrank bracket`` and ``softrank run`` (reusing
+a store, so no model is loaded) end to end; bad input exits 2 with one line."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from softrank.cli import main
+from softrank.fastpath.bracket import bracket_store
+from softrank.replay.engine import replay_store
+from softrank.replay.store import RecordWriter, list_records, read_record
+
+
+def softmax_rows(H):
+    H = H - H.max(axis=1, keepdims=True)
+    E = np.exp(H)
+    return E / E.sum(axis=1, keepdims=True)
+
+
+def make_store(path, count=2, n=20, seed=0, family="synthetic"):
+    rng = np.random.default_rng(seed)
+    for i in range(count):
+        Q, K = rng.normal(size=(n, 3)), rng.normal(size=(n, 3))
+        scale = 1.5 + i
+        w = RecordWriter(path, f"syn-{family}-{i}", provenance={"model": "synthetic", "family": family,
+                                                                 "layer": 0, "head": i})
+        w.set_qk(Q, K, scale)
+        w.set_a_hat(softmax_rows(scale * Q @ K.T))
+        w.commit()
+    return path
+
+
+def test_bracket_store_writes_records_the_replay_confirms(tmp_path):
+    store = make_store(tmp_path / "store")
+    rows = bracket_store(store, jobs=1)
+    assert len(rows) == 2 * 3
+    for folder in list_records(store):
+        rec = read_record(folder)  # the reader validates every field and hash
+        assert [float(t.eps) for t in rec.tolerances] == [0.15, 0.25, 0.35]
+        for t in rec.tolerances:
+            assert t.upper is not None and t.upper.rank == t.float64_upper
+            assert t.lower and all(c.lower == t.float64_lower for c in t.lower)
+            assert set(t.float64_verdicts) == {8, 16, 32}
+            assert t.float64_lower <= t.float64_upper
+        assert rec.provenance.get("bracketed_by", "").startswith("softrank.fastpath")
+    table = list(csv.DictReader(open(store / "bracket.csv")))
+    assert len(table) == 6 and {"rank_tsvd", "baseline_upper", "time_decoder"} <= set(table[0])
+
+    summary = replay_store(store, tmp_path / "replay")
+    assert summary.malformed == 0 and summary.tolerances == 6
+    assert summary.upper_proved == 6 and summary.upper_refuted == 0
+    assert summary.lower_rejected == 0
+    assert summary.upper_agree == 6 and summary.lower_agree == 6
+
+
+def test_bracket_store_process_pool_matches_serial(tmp_path):
+    a = make_store(tmp_path / "a", count=2, n=16, seed=4)
+    b = make_store(tmp_path / "b", count=2, n=16, seed=4)
+    serial = bracket_store(a, jobs=1, eps_list=(0.25,))
+    pooled = bracket_store(b, jobs=2, eps_list=(0.25,))
+    key = lambda r: (r["record_id"], r["lower"], r["upper"])  # noqa: E731
+    assert sorted(map(key, serial)) == sorted(map(key, pooled))
+
+
+def test_cli_bracket_and_bad_input(tmp_path, capsys):
+    store = make_store(tmp_path / "store", count=1, n=16)
+    assert main(["bracket", str(store), "--eps", "0.25", "--jobs", "1", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "1 records x 1 tolerances" in out and "median U/L" in out
+    assert main(["bracket", str(tmp_path / "nope"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a SoftRank store" in err[0]
+    assert main(["bracket", str(store), "--eps", "1.5", "--no-progress"]) == 2
+    assert "eps must lie in (0, 1)" in capsys.readouterr().err
+    assert main(["bracket", str(store), "--jobs", "0", "--no-progress"]) == 2
+
+
+def test_cli_run_on_a_reused_store(tmp_path, capsys):
+    out = tmp_path / "out"
+    make_store(out / "store", count=2, n=16, family="bert")
+    rc = main(["run", "--out", str(out), "--reuse", "--jobs", "1", "--no-progress", "--eps", "0.25,0.35"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "median U/L" in text and "bert" in text
+    summary = json.loads((out / "summary.json").read_text())
+    rows = summary["table"]
+    assert [r["eps"] for r in rows] == [0.25, 0.35]
+    for r in rows:
+        assert r["operators"] == 2 and r["validated_agreement"] == 1.0
+        assert r["median_L"] <= r["median_U"] <= r["baseline_median_U"]
+    assert (out / "replay" / "replay.parquet").is_file()
+    # an existing store without --reuse is refused (no silent mixing of panels)
+    assert main(["run", "--out", str(out), "--no-progress"]) == 2
+    assert "already holds records" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["run", "--jobs", "0"], ["run", "--minilm", "-1"], ["run", "--eps", "x"]])
+def test_cli_run_bad_arguments(tmp_path, capsys, argv):
+    assert main(argv + ["--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1

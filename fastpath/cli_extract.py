@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ def configure(parser) -> None:
 
 
 def _int_list(text: str | None, field: str) -> list[int] | None:
+    """``"0,2,4-6"`` -> [0, 2, 4, 5, 6]; ``InputError`` if malformed."""
     if text is None:
         return None
     out: list[int] = []
@@ -62,16 +64,15 @@ def _int_list(text: str | None, field: str) -> list[int] | None:
         part = part.strip()
         if not part:
             continue
-        try:
-            if "-" in part[1:]:
-                lo, hi = part.split("-", 1) if not part.startswith("-") else ("-" + part[1:].split("-", 1)[0], part[1:].split("-", 1)[1])
-                out.extend(range(int(lo), int(hi) + 1))
-            else:
-                out.append(int(part))
-        except ValueError:
+        span = re.fullmatch(r"(\d+)\s*-\s*(\d+)", part)
+        if span:
+            out.extend(range(int(span.group(1)), int(span.group(2)) + 1))
+        elif re.fullmatch(r"-?\d+", part):
+            out.append(int(part))
+        else:
             raise InputError("arguments", field, f"not an integer list: {text!r}")
     if not out:
-        raise InputError("arguments", field, "empty list")
+        raise InputError("arguments", field, f"empty list: {text!r}")
     return out
 
 
@@ -186,9 +187,12 @@ def _extract(lm, store, plan, opts) -> list[str]:
 def _text_sources(opts):
     from softrank.fastpath.sources import text_passage
 
-    out = []
+    out, seen = [], set()
     for i, item in enumerate(opts["texts"]):
         source_id, text = item if isinstance(item, tuple) else (f"text:{i}", item)
+        if source_id in seen:  # two files with the same name: keep record ids distinct
+            source_id = f"{source_id}#{i}"
+        seen.add(source_id)
         out.append(text_passage(text, source_id))
     if not out:
         raise InputError("texts", "text", "no text given")

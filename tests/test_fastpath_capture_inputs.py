@@ -183,3 +183,11 @@ def test_cli_extract_writes_store(capsys, checkpoints, tmp_path):
     assert "4 operators" in out
     rows = (store / "index.csv").read_text().splitlines()
     assert len(rows) == 5 and all(",1," in row for row in rows[1:])  # layer 1 only
+
+
+def test_text_sources_keep_distinct_ids(checkpoints, tmp_path):
+    texts = [("text:notes.txt", "first file " * 8), ("text:notes.txt", "second file " * 8)]
+    ids = extract_to_store(str(checkpoints["bert"]), tmp_path, texts=texts, tokens=16, layers=[0], heads=[1])
+    recs = [read_record(tmp_path / "records" / r) for r in ids]
+    assert len(ids) == 2 and len({r.provenance["source_sha256"] for r in recs}) == 2
+    assert {r.provenance["source_id"] for r in recs} == {"text:notes.txt", "text:notes.txt#1"}

@@ -92,7 +92,9 @@ def run(args) -> int:
         summary.update({"proved": sum(r["outcome"] == "proved" for r in rows), "refuted": refuted,
                         "unresolved": sum(r["outcome"] == "unresolved" for r in rows),
                         "median_distance_over_tau": statistics.median(r["distance_validated_upper"] / r["tau_hat_validated"] for r in rows),
-                        "max_tau_hat_minus_tau_lp": max(r["tau_hat_validated"] - r["tau_lp"] for r in rows)})
+                        "max_tau_hat_minus_tau_lp": max(r["tau_hat_validated"] - r["tau_lp"] for r in rows),
+                        "within_tau_certified": sum(r["within_tau_certified"] for r in rows),
+                        "max_tau_bracket_rel_gap": max(r["tau_bracket_rel_gap"] for r in rows)})
     elif args.check == "gauge-audit" and rows:
         refuted = sum(not r["kappa_le_gamma_validated"] for r in rows)
         for g in ("diagonal", "dense"):

@@ -14,11 +14,11 @@ import numpy as np
 from flint import arb, arb_mat, ctx
 
 from softrank.validated import kappa_certificates as kc
-from softrank.validated.balls import upper_fraction
+from softrank.validated.balls import lower_fraction, upper_fraction
 from softrank.validated.outcome import Outcome
 from softrank.validated.softmax_enclosure import logits_balls
 from softrank.validated.softmax_perturbation import check_softmax_perturbation
-from softrank.validated.tau import check_tau_bound
+from softrank.validated.tau import check_tau_bound, q_lower_cycle, tau_from_q_ball
 
 
 # ----------------------------------------------------------------------------------------------
@@ -98,12 +98,21 @@ def tau_check_record(rec, r: int) -> dict:
     q, b = q_lp(e)
     col = h.mean(0) + b
     t_lp = time.perf_counter()
-    chk = check_tau_bound(logits_balls_of(rec), x0, y0, col)
+    balls = logits_balls_of(rec)
+    chk = check_tau_bound(balls, x0, y0, col)
+    # Validated lower bound on q (cycle lemma) from Karp's maximum-mean cycle of F = H - T.
+    _, rows, cols = max_mean_cycle(h - x0 @ y0.T)
+    tau_lo = tau_from_q_ball(q_lower_cycle(balls, x0, y0, rows, cols))
+    tau_lower = float(lower_fraction(tau_lo)) if tau_lo.is_finite() else 0.0
     return {
         "record": rec.record_id, "m": h.shape[0], "N": h.shape[1], "r": r,
         "q_lp": q, "tau_lp": 2 * math.tanh(q / 4), "tau_hat_validated": chk.tau_hat_upper,
         "distance_validated_upper": chk.distance_upper, "outcome": chk.check.outcome.value,
         "rows_proved": chk.rows_proved, "rows": chk.rows,
+        "tau_lower_validated": tau_lower, "cycle_length": len(cols),
+        "tau_bracket_rel_gap": (chk.tau_hat_upper - tau_lower) / chk.tau_hat_upper if chk.tau_hat_upper > 0 else 0.0,
+        # A within tau(T) of rowsoftmax(T + 1 c^T): certified distance below the certified tau lower end.
+        "within_tau_certified": bool(chk.check.outcome is Outcome.PROVED and chk.distance_upper < tau_lower),
         "seconds_lp": t_lp - t0, "seconds_check": time.perf_counter() - t_lp,
     }
 
@@ -353,3 +362,43 @@ def kappa_gamma_record(rec, r: int) -> dict:
             "kappa_T_lower": br.lower, "kappa_T_upper": br.upper, "kappa_bal": br.kappa_bal,
             "kappa_bal_validated_upper": br.kappa_bal_upper, "kappa_T_lower_le_bal": bool(br.lower <= br.kappa_bal_upper),
             "bal_over_kappa": br.kappa_bal / br.upper, "seconds": time.perf_counter() - t0}
+
+
+def max_mean_cycle(f: np.ndarray) -> tuple[float, list[int], list[int]]:
+    """Karp's maximum cycle mean on the column graph with w(j, j') = max_i (F_ij - F_ij'), and one
+    cycle attaining it (float64, untrusted): returns (mean, rows, cols)."""
+    m, n = f.shape
+    w = np.empty((n, n))
+    arg = np.empty((n, n), dtype=np.int64)
+    for j in range(n):
+        d = f[:, [j]] - f  # d[i, j'] = F_ij - F_ij'
+        arg[j] = np.argmax(d, axis=0)
+        w[j] = d[arg[j], np.arange(n)]
+    np.fill_diagonal(w, -np.inf)  # a self-loop has weight 0; q >= 0 anyway
+    dk = np.full((n + 1, n), -np.inf)
+    pred = np.zeros((n + 1, n), dtype=np.int64)
+    dk[0] = 0.0
+    for k in range(1, n + 1):
+        cand = dk[k - 1][:, None] + w  # cand[u, v]
+        pred[k] = np.argmax(cand, axis=0)
+        dk[k] = cand[pred[k], np.arange(n)]
+    with np.errstate(invalid="ignore"):
+        ratios = (dk[n][None, :] - dk[:n]) / (n - np.arange(n))[:, None]
+    ratios[~np.isfinite(ratios)] = np.inf
+    lam = np.min(ratios, axis=0)
+    v = int(np.argmax(lam))
+    walk = [v]
+    for k in range(n, 0, -1):
+        walk.append(int(pred[k][walk[-1]]))
+    walk = walk[::-1]  # walk[0] -> walk[1] -> ... along edges
+    best = (-np.inf, [], [])
+    seen: dict[int, int] = {}
+    for pos, node in enumerate(walk):
+        if node in seen:
+            cyc = walk[seen[node]:pos]
+            mean = np.mean([w[cyc[l], cyc[(l + 1) % len(cyc)]] for l in range(len(cyc))])
+            if mean > best[0]:
+                rows = [int(arg[cyc[l], cyc[(l + 1) % len(cyc)]]) for l in range(len(cyc))]
+                best = (float(mean), rows, [int(c) for c in cyc])
+        seen[node] = pos
+    return best

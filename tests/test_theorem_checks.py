@@ -107,6 +107,8 @@ def test_cli_tau_and_gauge_audit_and_kappa_gamma(store, capsys):
     assert main(["theorem", "tau", str(store), "--rank", "2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["summary"]["proved"] == 2 and out["summary"]["refuted"] == 0
+    assert all(r["tau_lower_validated"] <= r["tau_hat_validated"] for r in out["rows"])
+    assert out["summary"]["max_tau_bracket_rel_gap"] < 1e-8
     assert main(["theorem", "gauge-audit", str(store), "--rank", "2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     rows = out["rows"]
@@ -132,3 +134,20 @@ def test_cli_perturbation_json(capsys):
     assert main(["theorem", "perturbation", "--random", "10", "--adversarial", "4", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["counts"]["refuted"] == 0 and out["sharpness_final_ratio"] > 0.999
+
+
+def test_karp_cycle_matches_lp_and_gives_validated_lower_bound():
+    from softrank.fastpath.theorem import max_mean_cycle, q_lp
+    from softrank.validated.tau import q_lower_cycle
+
+    rng = np.random.default_rng(4)
+    for m, n in ((5, 6), (9, 7), (12, 12)):
+        f = rng.standard_normal((m, n)) * 3
+        q, _ = q_lp(f)
+        v, rows, cols = max_mean_cycle(f)
+        assert abs(v - q) < 1e-9 * max(1, q)
+        lb = q_lower_cycle([[arb(float(x)) for x in row] for row in f], np.zeros((m, 1)), np.zeros((n, 1)), rows, cols)
+        assert lb.mid() <= q + 1e-9 and abs(float(lb.mid()) - q) < 1e-9 * max(1, q)
+    # a wrong cycle still gives a lower bound (never above q)
+    lb = q_lower_cycle([[arb(float(x)) for x in row] for row in f], np.zeros((12, 1)), np.zeros((12, 1)), [0, 1], [2, 3])
+    assert float(lb.mid()) <= q + 1e-12

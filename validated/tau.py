@@ -67,3 +67,28 @@ def check_tau_bound(h_rows: list[list[arb]], x0: np.ndarray, y0: np.ndarray, c: 
     chk = Check(outcome, LEMMA_TAU, value=f"{tau_up:.17g}", route="arb", reason=reason,
                 assumptions=["Arb ball arithmetic (python-flint) returns balls that contain the exact results"])
     return TauCheck(chk, tau_up, dist_up, proved, m)
+
+
+def q_lower_cycle(h_rows: list[list[arb]], x0: np.ndarray, y0: np.ndarray, rows: list[int], cols: list[int],
+                  prec_bits: int = PERTURBATION_PREC_BITS) -> arb:
+    """Well-formed input implies q(C - T) >= every point of the returned ball's lower end
+    (proofs/tau_bound.md, cycle lemma): for a cycle of columns j_1 .. j_k (j_{k+1} = j_1) with rows
+    i_1 .. i_k, q(C - T) >= (1/k) sum_l (F_{i_l j_l} - F_{i_l j_{l+1}}), F = H - T.
+    Returns the ball for that mean (use its lower end)."""
+    k = len(cols)
+    if k == 0 or len(rows) != k:
+        raise ValueError("a cycle needs k >= 1 columns and k rows")
+    with ctx.workprec(prec_bits):
+        total = arb(0)
+        for l in range(k):
+            i, j, j2 = rows[l], cols[l], cols[(l + 1) % k]
+            t1 = sum((arb(float(a)) * arb(float(b)) for a, b in zip(x0[i], y0[j])), arb(0))
+            t2 = sum((arb(float(a)) * arb(float(b)) for a, b in zip(x0[i], y0[j2])), arb(0))
+            total += (h_rows[i][j] - t1) - (h_rows[i][j2] - t2)
+        return total / k
+
+
+def tau_from_q_ball(q: arb, prec_bits: int = PERTURBATION_PREC_BITS) -> arb:
+    """The ball for 2 tanh(q/4) (tanh is increasing, so lower ends map to lower ends)."""
+    with ctx.workprec(prec_bits):
+        return 2 * (q / 4).tanh()

@@ -258,8 +258,9 @@ def _load(name: str, folder: Path, gguf: str | None, tag: str, device: str | Non
         kwargs["gguf_file"] = gguf
     try:
         config = AutoConfig.from_pretrained(str(folder), **kwargs)
-    except (OSError, ValueError, KeyError) as err:
-        raise InputError(name, "config", f"cannot read the model configuration: {str(err).splitlines()[0]}")
+    except Exception as err:  # malformed config.json, unknown model type, unreadable GGUF metadata
+        first = (str(err).splitlines() or [type(err).__name__])[0]
+        raise InputError(name, "config", f"cannot read the model configuration: {first}")
     family, kind = family_of(config, name)
     if kind == "qformer":
         raise InputError(name, "model_type", "a bare BLIP-2 Q-Former has no image pipeline: give a BLIP-2 checkpoint")
@@ -275,8 +276,9 @@ def _load(name: str, folder: Path, gguf: str | None, tag: str, device: str | Non
     try:
         model = loaders[kind].from_pretrained(str(folder), config=config, dtype=torch.float32,
                                               attn_implementation=CAPTURE_IMPLEMENTATION, **kwargs)
-    except (OSError, ValueError, KeyError, RuntimeError) as err:
-        raise InputError(name, "model", f"cannot load the checkpoint: {str(err).splitlines()[0]}")
+    except Exception as err:  # corrupt or incomplete weights raise many types (OSError, SafetensorError, ...)
+        first = (str(err).splitlines() or [type(err).__name__])[0]
+        raise InputError(name, "model", f"cannot load the checkpoint: {type(err).__name__}: {first}")
     model.eval()
 
     tokenizer = None

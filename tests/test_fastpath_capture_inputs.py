@@ -191,3 +191,17 @@ def test_text_sources_keep_distinct_ids(checkpoints, tmp_path):
     recs = [read_record(tmp_path / "records" / r) for r in ids]
     assert len(ids) == 2 and len({r.provenance["source_sha256"] for r in recs}) == 2
     assert {r.provenance["source_id"] for r in recs} == {"text:notes.txt", "text:notes.txt#1"}
+
+
+def test_corrupt_checkpoint(capsys, checkpoints, tmp_path):
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(checkpoints["bert"], broken)
+    weights = broken / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])  # truncated
+    err = _cli_error(capsys, ["extract", "--model", str(broken), "--out", str(tmp_path / "s"), "--no-progress"])
+    assert "cannot load the checkpoint" in err
+    (broken / "config.json").write_text("{not json")
+    err = _cli_error(capsys, ["extract", "--model", str(broken), "--out", str(tmp_path / "s"), "--no-progress"])
+    assert "cannot read the model configuration" in err

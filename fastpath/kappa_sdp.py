@@ -129,7 +129,7 @@ def polar_k(x0: np.ndarray, y0: np.ndarray, p: np.ndarray, q: np.ndarray, rel_cu
 
     su, vu = factor(x0, p)
     sv, vv = factor(y0, q)
-    W, _, Zt = np.linalg.svd((su[:, None] * (vu.T @ vv)) * sv[None, :])
+    W, _, Zt = np.linalg.svd((su[:, None] * (vu.T @ vv)) * sv[None, :], full_matrices=False)
     return (vu / su) @ W @ Zt @ (vv / sv).T
 
 
@@ -216,6 +216,8 @@ class KappaBracket:
     r: int
     shape: tuple[int, int]
     notes: list[str] = field(default_factory=list)
+    p: np.ndarray | None = None  # the SDP's query weights (reusable as a certificate for other T)
+    q: np.ndarray | None = None
 
     @property
     def rel_gap(self) -> float:
@@ -277,4 +279,4 @@ def bracket_kappa(x0: np.ndarray, y0: np.ndarray) -> KappaBracket:
                         sdp_value=sol.value * scale, contrast_lower=_down(con), kappa_bal=rbx * rby,
                         kappa_bal_upper=_up(bal_up), seconds_sdp=sol.seconds,
                         seconds_total=time.perf_counter() - t0, status=sol.status, r=r, shape=(m, y0.shape[0]),
-                        notes=notes)
+                        notes=notes, p=sol.p, q=sol.q)

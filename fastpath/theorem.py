@@ -343,8 +343,9 @@ def write_rows_csv(path: str, rows: list[dict]) -> None:
 
 
 def kappa_gamma_record(rec, r: int) -> dict:
-    """kappa(C) <= Gamma for the model's own factorization (validated lower bound on kappa(C), with
-    uniform weights, against the validated upper bound on Gamma), and kappa(T) <= kappa_bal
+    """kappa(C) <= Gamma for the model's own factorization (validated lower bound on kappa(C), the
+    better of uniform weights and the rank-r SDP's weights, against the validated upper bound on
+    Gamma), and kappa(T) <= kappa_bal
     (validated SDP lower bound against the validated balanced-factor product)."""
     from softrank.fastpath.kappa_sdp import balanced_factors, bracket_kappa
 
@@ -356,8 +357,16 @@ def kappa_gamma_record(rec, r: int) -> dict:
     kc_lower = _uniform_dual_lower(beta * rec.queries, rec.keys)
     x0, y0 = balanced_factors(double_centre(logits_float(rec)), r)
     br = bracket_kappa(x0, y0)
+    # The rank-r SDP's weights are a (p, q) certificate for C too (Lemma K1 holds for every T).
+    from softrank.fastpath.kappa_sdp import dual_lower_best
+
+    via_t = dual_lower_best(beta * rec.queries, rec.keys, br.p, br.q)
+    kc_uniform = kc_lower
+    if via_t is not None:
+        kc_lower = max(kc_lower, float(via_t))
     return {"record": rec.record_id, "m": rec.shape[0], "N": rec.shape[1], "r": r,
             "gamma": g, "gamma_validated_upper": g_up, "kappa_C_lower_validated": kc_lower,
+            "kappa_C_lower_uniform": kc_uniform,
             "kappa_C_lower_le_gamma": bool(kc_lower <= g_up), "gamma_over_kappa_C_lower": g / kc_lower,
             "kappa_T_lower": br.lower, "kappa_T_upper": br.upper, "kappa_bal": br.kappa_bal,
             "kappa_bal_validated_upper": br.kappa_bal_upper, "kappa_T_lower_le_bal": bool(br.lower <= br.kappa_bal_upper),

@@ -140,3 +140,17 @@ def test_similarity_makes_rank_deficient_dual_bound_sharp_and_invariant():
     assert abs(best - nuc) < 1e-7 * nuc
     # A singular similarity gives no bound (never a wrong one).
     assert kc.kappa_lower_dual(x0, y0, p, q, k, similarity=np.zeros((r, r))) is None
+
+
+def test_polar_k_with_different_ranks_is_sound():
+    from softrank.fastpath.kappa_sdp import dual_lower_best
+
+    rng = np.random.default_rng(9)
+    x0 = rng.standard_normal((15, 2)) @ rng.standard_normal((2, 5))  # rank 2 in 5 dimensions
+    y0 = rng.standard_normal((17, 5))
+    p, q = np.ones(15), np.ones(17)
+    u = (x0 - x0.mean(0)) / np.sqrt(15)
+    v = (y0 - y0.mean(0)) / np.sqrt(17)
+    nuc = np.linalg.svd(u @ v.T, compute_uv=False).sum()
+    v_best = dual_lower_best(x0, y0, p, q)
+    assert v_best is not None and float(v_best) <= nuc * (1 + 1e-12)

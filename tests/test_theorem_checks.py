@@ -151,3 +151,16 @@ def test_karp_cycle_matches_lp_and_gives_validated_lower_bound():
     # a wrong cycle still gives a lower bound (never above q)
     lb = q_lower_cycle([[arb(float(x)) for x in row] for row in f], np.zeros((12, 1)), np.zeros((12, 1)), [0, 1], [2, 3])
     assert float(lb.mid()) <= q + 1e-12
+
+
+from hypothesis import given, settings, strategies as st
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(-30, 30), st.floats(-20, 20)), min_size=2, max_size=12))
+def test_perturbation_never_refuted_property(pairs):
+    x = [a for a, _ in pairs]
+    y = [a + b for a, b in pairs]
+    chk, lhs, rhs = check_softmax_perturbation(_b(x), _b(y))
+    assert chk.outcome is not Outcome.REFUTED
+    assert lhs.lower() <= rhs.upper()

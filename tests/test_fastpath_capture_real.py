@@ -130,3 +130,17 @@ def test_default_panels(minilm, smollm2, tmp_path):
     assert len(ids) >= 54 and {r.shape for r in recs} == {(128, 128)}
     assert all(r.provenance["pass_tokens"] >= 255 for r in recs)
     assert len({r.provenance["layer"] for r in recs}) >= 20 and len({r.provenance["head"] for r in recs}) == 9
+
+
+@pytest.mark.slow
+def test_gguf_cache_gives_identical_model(tmp_path, monkeypatch):
+    """The de-quantized GGUF cache loads the same weights and tokenizer as the GGUF file."""
+    monkeypatch.setenv("SOFTRANK_CACHE", str(tmp_path))
+    first = load_model("smollm2", device="cpu")  # from the GGUF file; writes the cache
+    second = load_model("smollm2", device="cpu")  # from the cache
+    assert "checkpoint_cache" not in first.extra and "checkpoint_cache" in second.extra
+    assert first.checkpoint_sha256 == second.checkpoint_sha256
+    a, b = first.model.state_dict(), second.model.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    text = stdlib_passages(1, seed=5)[0].text
+    assert first.encode_text(text, 300) == second.encode_text(text, 300)

@@ -29,6 +29,8 @@ BUDGETS = (8, 16, 32)
 FAST_ORDER = ("rpqr", "cpqr", "rwsvd", "altl1")
 ALL_CONSTRUCTIONS = ("tsvd", "rwsvd", "altl1", "cpqr", "rpqr", "reprows")
 PRODUCER = "softrank.fastpath.bracket 0.1"
+L1_FULL_CAP = 96  # full mode: the l1 constructions are searched up to this rank (cost ~ k^2)
+L1_MAX_RANK = 48  # fast mode: alternating l1 / representative rows only below this rank
 
 
 def resolved(lower: int, upper: int | None, p: int) -> bool:
@@ -115,12 +117,19 @@ def bracket_matrix(A: np.ndarray, eps_list=DEFAULT_EPS, mode: str = "fast", cons
     L = {e: max(c.lower for c in certs[e]) for e in eps_list}
 
     names = [n for n in (constructions or (FAST_ORDER if mode == "fast" else ALL_CONSTRUCTIONS)) if n != "tsvd"]
+    if mode == "fast":  # the l1 fits cost ~ m N k^2 per sweep: only where the ranks are moderate
+        names = [n for n in names if n not in ("altl1", "reprows")
+                 or min((best[e].rank if best[e] is not None else p) for e in eps_list) <= L1_MAX_RANK]
     for name in names:
         lo, hi = {}, {}
         for e in eps_list:
             cur = best[e].rank if best[e] is not None else p
             lo[e] = max(L[e], 1)
             hi[e] = cur - 1 if mode == "fast" else p
+            if mode == "fast" and name in ("altl1", "reprows") and cur > L1_MAX_RANK:
+                hi[e] = -1  # hopeless range for the l1 fits: skip this eps
+            if mode == "full" and name in ("altl1", "reprows"):
+                hi[e] = min(hi[e], L1_FULL_CAP)
             # a witness at a smaller eps is one at a larger eps: narrow the range
         with timer(name):
             found = up.search_ranks(ctx, name, eps_list, lo, hi)
@@ -129,6 +138,11 @@ def bracket_matrix(A: np.ndarray, eps_list=DEFAULT_EPS, mode: str = "fast", cons
             ranks[e][name] = None if w is None else w.rank
             if w is not None and (best[e] is None or w.rank < best[e].rank):
                 best[e] = w
+    if mode == "fast":
+        with timer("altl1"):
+            for e in eps_list:  # continuation: drop components of the best witness, refit
+                if best[e] is not None and L[e] < best[e].rank <= L1_MAX_RANK:
+                    best[e] = up.descend(ctx, best[e], e - up.MARGIN, L[e])
     # a witness checked at a smaller eps also holds at a larger one
     for i, e in enumerate(eps_list):
         for e2 in eps_list[i + 1:]:  # smaller eps

@@ -182,12 +182,13 @@ def row_orders(ctx: Context) -> list[np.ndarray]:
 
 
 def decoder_certificate(ctx: Context, eps: float, p_hi: int, start: Certificate | None = None,
-                        lp_tries: int = 4) -> Certificate:
+                        lp_tries: int = 4, lp_max_p: int = 40) -> Certificate:
     """The largest decoder certificate found at ``eps`` with p <= p_hi (p_hi: a known upper end).
 
     1. greedy first-fit over the row orders with cheap exact right inverses (no LP);
     2. binary search over prefixes of the pivoted-QR order above the greedy size, W by LP;
-    3. greedy growth with the LP for at most ``lp_tries`` further rows."""
+    3. greedy growth with the LP for at most ``lp_tries`` further rows.
+    The LP is used only for sets of at most ``lp_max_p`` rows (its size grows as p^2)."""
     A = ctx.A
     p_hi = max(1, min(p_hi, ctx.p))
     # p = 1 always works: any row, W = ones (A_S W = 1, eps * 1 < 1)
@@ -216,7 +217,7 @@ def decoder_certificate(ctx: Context, eps: float, p_hi: int, start: Certificate 
 
     def check(cand):
         v, Wc = _quick_decoder(ctx, cand, eps)
-        if _ok(v):
+        if _ok(v) or len(cand) > lp_max_p:
             return v, Wc
         v2, W2 = decoder_lp(ctx, cand, eps)
         return (v2, W2) if v2 < v else (v, Wc)

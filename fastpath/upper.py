@@ -190,10 +190,12 @@ def build_rwsvd(ctx: Context, k: int, target: float = 0.0):
     return ctx.A @ Y, Y
 
 
-def build_altl1(ctx: Context, k: int, target: float, rounds: int = 3):
-    """Alternating l1: X-step exact row-wise l1 regression (failing rows only), Y-step IRLS."""
+def build_altl1(ctx: Context, k: int, target: float, rounds: int = 3, Y0: np.ndarray | None = None):
+    """Alternating l1: X-step row-wise l1 regression (IRLS, exact LP on the worst rows), Y-step
+    IRLS weighted least squares (row weights grow with the row's l1 error, entry weights
+    1/|residual|).  Starts from ``Y0`` or the best row-reweighted SVD basis of rank k."""
     A = ctx.A
-    Y = ctx._rw_bases.get(k)
+    Y = Y0 if Y0 is not None else ctx._rw_bases.get(k)
     if Y is None:
         Y, _ = _rw_basis(ctx, k)
     X, err = fit_rows_l1(ctx, Y, target, stop_early=False)
@@ -205,7 +207,6 @@ def build_altl1(ctx: Context, k: int, target: float, rounds: int = 3):
         R = A - X @ Y.T
         wr = (err / max(float(err.mean()), 1e-300)) ** 2
         Wt = wr[:, None] / np.maximum(np.abs(R), 1e-6)  # m x N
-        # y_j = (X^T D_j X)^{-1} X^T D_j a_j, batched over columns j
         G = np.matmul(X.T[None, :, :] * Wt.T[:, None, :], X)  # G_j = X^T diag(w_:j) X
         rhs = (Wt * A).T @ X
         G += 1e-12 * np.trace(G, axis1=1, axis2=2)[:, None, None] * np.eye(k)[None] + 1e-300
@@ -217,6 +218,36 @@ def build_altl1(ctx: Context, k: int, target: float, rounds: int = 3):
         if err.max() < best[0]:
             best = (float(err.max()), X, Y)
     return best[1], best[2]
+
+
+def descend(ctx: Context, w: "Witness", target: float, lo: int, rounds: int = 4,
+            max_steps: int = 16) -> "Witness":
+    """From a checked witness of rank k, try rank k - 1 (and, if that fails, k - 2): drop the
+    smallest singular components of X Y^T and rerun alternating l1 from the remaining basis;
+    repeat while a check passes."""
+    A = ctx.A
+    best = w
+    X, Y = w.X, w.Y
+    for _ in range(max_steps):
+        k = X.shape[1]
+        Qx, Rx = np.linalg.qr(X)
+        Qy, Ry = np.linalg.qr(Y)
+        _, _, vt = np.linalg.svd(Rx @ Ry.T)
+        step = None
+        for drop in (1, 2):
+            if k - drop < max(lo, 1):
+                break
+            Y0 = Qy @ vt[:k - drop].T
+            X1, Y1 = build_altl1(ctx, k - drop, target, rounds=rounds, Y0=Y0)
+            e = max_row_l1(A, X1, Y1)
+            if e <= target:
+                step = (np.ascontiguousarray(X1), np.ascontiguousarray(Y1), e)
+                break
+        if step is None:
+            break
+        X, Y, e = step
+        best = Witness(X.shape[1], X, Y, "altl1", e)
+    return best
 
 
 def build_cpqr(ctx: Context, k: int, target: float = 0.0):

@@ -27,6 +27,10 @@ from scipy.optimize import linprog
 from softrank.fastpath.upper import Context
 
 MARGIN = 1e-9
+LP_MAXITER = 20000  # iterations per decoder LP (a stalled LP counts as "no certificate")
+LP_TIME_LIMIT = 10.0  # seconds, a guard only
+LP_WORK = 6144  # decoder LPs only for p * N <= LP_WORK (p <= 24 at N = 256, p <= 48 at N = 128)
+LP_METHOD = "highs-ipm"  # interior point + crossover: 4-7x faster than dual simplex at p >= 20
 
 
 @dataclass
@@ -128,7 +132,8 @@ def decoder_lp(ctx: Context, rows: np.ndarray, eps: float, max_cols: int | None 
     cost = np.zeros(2 * nW + 2 * nR + 2)
     cost[-2], cost[-1] = 1.0, eps
     ctx.lp_solves += 1
-    res = linprog(cost, A_ub=a_ub, b_ub=np.zeros(p + c), A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    res = linprog(cost, A_ub=a_ub, b_ub=np.zeros(p + c), A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method=LP_METHOD,
+                  options={"maxiter": LP_MAXITER, "time_limit": LP_TIME_LIMIT})
     if res.status != 0 or res.x is None:
         return float("inf"), None
     x = res.x
@@ -182,7 +187,7 @@ def row_orders(ctx: Context) -> list[np.ndarray]:
 
 
 def decoder_certificate(ctx: Context, eps: float, p_hi: int, start: Certificate | None = None,
-                        lp_tries: int = 4, lp_max_p: int = 40) -> Certificate:
+                        lp_tries: int = 3, lp_max_p: int | None = None) -> Certificate:
     """The largest decoder certificate found at ``eps`` with p <= p_hi (p_hi: a known upper end).
 
     1. greedy first-fit over the row orders with cheap exact right inverses (no LP);
@@ -191,6 +196,8 @@ def decoder_certificate(ctx: Context, eps: float, p_hi: int, start: Certificate 
     The LP is used only for sets of at most ``lp_max_p`` rows (its size grows as p^2)."""
     A = ctx.A
     p_hi = max(1, min(p_hi, ctx.p))
+    if lp_max_p is None:  # the LP's cost grows quickly with p N: ~1 s at p = 20, N = 256
+        lp_max_p = max(8, LP_WORK // ctx.N)
     # p = 1 always works: any row, W = ones (A_S W = 1, eps * 1 < 1)
     rows, W = np.array([int(A.max(axis=1).argmax())], dtype=np.int64), np.ones((ctx.N, 1))
     if start is not None and start.rows is not None and start.lower > 1:

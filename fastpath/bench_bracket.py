@@ -1,16 +1,18 @@
 """``softrank bench bracket``: bracket throughput and the time share of each construction and
 certificate.
 
-Operators: attention-like synthetic softmax matrices (logits ``beta Q K^T`` with d = 8 plus a
-sink column), N = 128 and N = 256 (``--quick``: N = 64 and 128, fewer operators).  Each size is
-bracketed at eps 0.15, 0.25, 0.35 in a store with a pool of 2 worker processes (the default of
-``softrank bracket``), in ``fast`` mode (the default pipeline); the time share comes from the
-per-record timers, and a ``full`` mode pass (every construction's own least rank) reports the
-share of all six constructions.  Throughput is operators per minute of wall time.
+Operators: real ones extracted (untimed) from the installed models -- SmolLM2 common-prefix
+blocks at N = 128 and all-MiniLM-L6-v2 operators at N = 256, 6 each (``--quick``: MiniLM at
+N = 128 and 256, 2 each); attention-like synthetic softmax matrices (logits ``beta Q K^T``,
+d = 4, plus a sink column) when a model is not installed.  Each case is bracketed at eps 0.15,
+0.25, 0.35 with a pool of 2 worker processes (the default of ``softrank bracket``), in ``fast``
+mode; the time share of each construction and certificate comes from the per-record timers.
+Throughput is operators per minute of wall time.
 """
 
 from __future__ import annotations
 
+import shutil
 import statistics
 import tempfile
 import time
@@ -22,13 +24,13 @@ COMPONENTS = ("svd", "tsvd", "rwsvd", "altl1", "cpqr", "rpqr", "reprows", "frobe
 
 
 def attention_like(n: int, rng: np.random.Generator):
-    d = 8
+    d = 4
     Q = rng.normal(size=(n, d))
     K = rng.normal(size=(n, d))
     K[0] *= 0.2
-    beta = float(rng.uniform(0.4, 1.0))
+    beta = float(rng.uniform(0.8, 1.5))
     H = beta * Q @ K.T
-    H[:, 0] += rng.uniform(1.0, 4.0)  # a sink column, as in trained heads
+    H[:, 0] += rng.uniform(3.0, 5.0)  # a sink column carrying most of the mass, as in trained heads
     H -= H.max(axis=1, keepdims=True)
     E = np.exp(H)
     return Q, K, beta, E / E.sum(axis=1, keepdims=True)
@@ -46,51 +48,62 @@ def make_store(path: Path, n: int, count: int, seed: int) -> None:
         w.commit()
 
 
+def _real_store(path: Path, model: str, n: int, count: int) -> bool:
+    """Extract ``count`` operators of width n from a real model into ``path`` (not timed)."""
+    try:
+        from softrank.fastpath.cli_extract import extract_to_store
+    except ImportError:
+        return False
+    opts = {"max_operators": count, "device": "cpu", "progress": False, "sources": 2}
+    if model == "smollm2":
+        opts.update(tokens=2 * n, widths=[n])
+    else:
+        opts.update(tokens=n)
+    try:
+        return len(extract_to_store(model, path, **opts)) > 0
+    except Exception as err:  # the models are optional for the benchmark
+        print(f"  ({model}: extraction failed, {type(err).__name__}: {err}; using synthetic operators)")
+        return False
+
+
 def main(args) -> int:
     from softrank.fastpath.bracket import bracket_store
 
     quick = bool(getattr(args, "quick", False))
     repeats = max(1, int(getattr(args, "repeats", 1) or 1))
-    sizes = (64, 128) if quick else (128, 256)
-    count = 4 if quick else 8
+    # (label, model, N): real operators when the model packages are installed, else synthetic
+    cases = ([("MiniLM", "minilm", 128), ("MiniLM", "minilm", 256)] if quick
+             else [("SmolLM2 block", "smollm2", 128), ("MiniLM", "minilm", 256)])
+    count = 2 if quick else 6
     jobs = 2
-    print(f"softrank bench bracket: {count} attention-like operators per size, eps 0.15/0.25/0.35, "
-          f"{jobs} worker processes, median of {repeats} repeat(s)")
+    print(f"softrank bench bracket: {count} operators per case, eps 0.15/0.25/0.35, {jobs} worker processes, "
+          f"median of {repeats} repeat(s); extraction not timed")
     share_fast: dict[str, float] = {}
-    for n in sizes:
-        walls, rows_all = [], []
-        for r in range(repeats):
-            with tempfile.TemporaryDirectory(prefix="softrank-bench-") as tmp:
-                store = Path(tmp) / "store"
-                make_store(store, n, count, seed=n + r)
+    with tempfile.TemporaryDirectory(prefix="softrank-bench-") as tmp:
+        for label, model, n in cases:
+            src = Path(tmp) / f"src-{model}-{n}"
+            if not _real_store(src, model, n, count):
+                label = "synthetic"
+                make_store(src, n, count, seed=n)
+            walls, rows_all = [], []
+            for r in range(repeats):
+                store = Path(tmp) / f"run-{model}-{n}-{r}"
+                shutil.copytree(src, store)
                 t0 = time.perf_counter()
                 rows = bracket_store(store, jobs=jobs)
                 walls.append(time.perf_counter() - t0)
                 rows_all.extend(rows)
-        wall = statistics.median(walls)
-        per_min = 60.0 * count / wall
-        ratios = [r["upper"] / r["lower"] for r in rows_all if abs(r["eps"] - 0.25) < 1e-12 and r["upper"]]
-        print(f"  N = {n}: {per_min:.1f} operators/minute ({wall:.1f} s for {count}); median U/L at eps 0.25: "
-              f"{statistics.median(ratios):.2f}")
-        _accumulate(share_fast, rows_all)
-    _print_share("fast mode (default pipeline)", share_fast)
-
-    # full mode: every construction searched over its whole range, on fewer operators
-    share_full: dict[str, float] = {}
-    n = sizes[0]
-    with tempfile.TemporaryDirectory(prefix="softrank-bench-") as tmp:
-        store = Path(tmp) / "store"
-        make_store(store, n, max(2, count // 2), seed=1000 + n)
-        t0 = time.perf_counter()
-        rows = bracket_store(store, jobs=jobs, mode="full")
-        wall = time.perf_counter() - t0
-    _accumulate(share_full, rows)
-    print(f"  full mode, N = {n}: {60.0 * max(2, count // 2) / wall:.1f} operators/minute")
-    _print_share("full mode (every construction's own least rank)", share_full)
+            wall = statistics.median(walls)
+            ratios = [r["upper"] / r["lower"] for r in rows_all if abs(r["eps"] - 0.25) < 1e-12 and r["upper"]]
+            print(f"  {label}, N = {n}: {60.0 * count / wall:.1f} operators/minute ({wall:.1f} s for {count}); "
+                  f"median U/L at eps 0.25: {statistics.median(ratios):.2f}")
+            _accumulate(share_fast, rows_all)
+            _print_share(f"{label} N = {n}", _accumulate({}, rows_all))
+    _print_share("all cases", share_fast)
     return 0
 
 
-def _accumulate(share: dict[str, float], rows: list[dict]) -> None:
+def _accumulate(share: dict[str, float], rows: list[dict]) -> dict[str, float]:
     seen = set()
     for r in rows:  # timers are per record (repeated on each eps row)
         if r["record_id"] in seen:
@@ -99,6 +112,7 @@ def _accumulate(share: dict[str, float], rows: list[dict]) -> None:
         for key, value in r.items():
             if key.startswith("time_") and value is not None:
                 share[key[5:]] = share.get(key[5:], 0.0) + float(value)
+    return share
 
 
 def _print_share(title: str, share: dict[str, float]) -> None:

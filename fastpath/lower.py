@@ -28,8 +28,8 @@ from softrank.fastpath.upper import Context
 
 MARGIN = 1e-9
 LP_MAXITER = 20000  # iterations per decoder LP (a stalled LP counts as "no certificate")
-LP_TIME_LIMIT = 10.0  # seconds, a guard only
-LP_WORK = 6144  # decoder LPs only for p * N <= LP_WORK (p <= 24 at N = 256, p <= 48 at N = 128)
+LP_TIME_LIMIT = 5.0  # seconds, a guard only
+LP_WORK = 4096  # decoder LPs only for p * N <= LP_WORK (p <= 16 at N = 256, p <= 32 at N = 128)
 LP_METHOD = "highs-ipm"  # interior point + crossover: 4-7x faster than dual simplex at p >= 20
 
 

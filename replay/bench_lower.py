@@ -16,29 +16,19 @@ by the upper witness) is timed separately.
 
 from __future__ import annotations
 
-import statistics
 import time
 from fractions import Fraction
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from softrank.replay.bench_upper import _interleaved_medians
 from softrank.validated.contractive_decoder import check_contractive_decoder
 from softrank.validated.frobenius_tail import check_frobenius_tail
 from softrank.validated.projected_tail import check_projected_tail
 from softrank.validated.softmax_enclosure import logits_balls, rowsoftmax_enclosure
 
 EPS = 0.1
-
-
-def _interleaved_medians(fns, repeats: int) -> list[float]:
-    times = [[] for _ in fns]
-    for _ in range(repeats):
-        for i, fn in enumerate(fns):
-            t = time.perf_counter()
-            fn()
-            times[i].append(time.perf_counter() - t)
-    return [statistics.median(ts) for ts in times]
 
 
 # -- plain float64 checks (no rounding bounds) --------------------------------------------------

@@ -97,7 +97,7 @@ def _max_row_norm_ball(rows_mat: arb_mat, centre: list[arb]) -> arb:
     for i in range(n):
         s = sum(((rows_mat[i, k] - centre[k]) ** 2 for k in range(r)), arb(0))
         best = s if best is None else best.max(s)
-    return best.sqrt()
+    return best.nonnegative_part().sqrt()  # the exact squared radius is >= 0
 
 
 def radius_upper(x: np.ndarray, c: np.ndarray, prec_bits: int = KAPPA_PREC_BITS) -> Fraction:

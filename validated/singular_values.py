@@ -119,7 +119,9 @@ def _arb_frobenius_upper(rows: list[list[arb]]) -> Fraction:
     for row in rows:
         for x in row:
             total += x * x
-    return upper_fraction(total.sqrt()) if total.is_finite() else None
+    # A ball for a sum of squares may reach below 0 (x * x of a ball around 0); the exact value
+    # is >= 0, so intersecting with [0, inf) keeps it and makes sqrt defined.
+    return upper_fraction(total.nonnegative_part().sqrt()) if total.is_finite() else None
 
 
 def arb_mat_from_floats(x: np.ndarray) -> arb_mat:

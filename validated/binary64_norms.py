@@ -52,16 +52,37 @@ def sqrt_lower(q: Fraction) -> Fraction:
     return Fraction(math.nextafter(math.sqrt(f), 0.0))
 
 
+def _sum_sq(x: np.ndarray) -> float | None:
+    """Binary64 evaluation of sum of x_ij^2 (a dot product of length x.size); None if not finite."""
+    s = float(np.dot(x.ravel(), x.ravel()))
+    return s if _finite(s) else None
+
+
+def _max_row_sq(x: np.ndarray) -> float | None:
+    """Binary64 evaluation of max_j ||X_j||_2^2 (dot products of length x.shape[1])."""
+    s = float(np.max(np.einsum("ij,ij->i", x, x)))
+    return s if _finite(s) else None
+
+
+def _max_abs_rowsum(x: np.ndarray) -> float | None:
+    """Binary64 evaluation of max_i sum_j |X_ij| (|x| is exact)."""
+    s = float(np.max(np.abs(x).sum(axis=1)))
+    return s if _finite(s) else None
+
+
+def _dot_upper(s: float | None, n: int) -> Fraction | None:
+    """R3 for a non-negative dot product of length n computed as s: exact <= (s + n eta)/(1 - gamma_n)."""
+    return None if s is None else (Fraction(s) + n * ETA) / (1 - gamma(n))
+
+
+def _dot_lower(s: float | None, n: int) -> Fraction | None:
+    """R3: exact >= (s - n eta)/(1 + gamma_n), and >= 0."""
+    return None if s is None else max(Fraction(0), (Fraction(s) - n * ETA) / (1 + gamma(n)))
+
+
 def frobenius_sq_upper(x: np.ndarray) -> Fraction | None:
     """``>= ||X||_F^2`` for the exact binary64 entries of X (R3 on the dot product x^T x)."""
-    n = x.size
-    if n == 0:
-        return Fraction(0)
-    s = float(np.einsum("ij,ij->", x, x)) if x.ndim == 2 else float(np.dot(x.ravel(), x.ravel()))
-    if not _finite(s):
-        return None
-    # R3 for the dot product x^T x: |fl - exact| <= gamma_n exact + n eta.
-    return (Fraction(s) + n * ETA) / (1 - gamma(n))
+    return Fraction(0) if x.size == 0 else _dot_upper(_sum_sq(x), x.size)
 
 
 def frobenius_upper(x: np.ndarray) -> Fraction | None:
@@ -72,55 +93,33 @@ def frobenius_upper(x: np.ndarray) -> Fraction | None:
 
 def frobenius_sq_lower(x: np.ndarray) -> Fraction | None:
     """``<= ||X||_F^2`` (R3)."""
-    n = x.size
-    if n == 0:
-        return Fraction(0)
-    s = float(np.einsum("ij,ij->", x, x)) if x.ndim == 2 else float(np.dot(x.ravel(), x.ravel()))
-    if not _finite(s):
-        return None
-    return max(Fraction(0), (Fraction(s) - n * ETA) / (1 + gamma(n)))
+    return Fraction(0) if x.size == 0 else _dot_lower(_sum_sq(x), x.size)
 
 
 def max_row_sq_upper(x: np.ndarray) -> Fraction | None:
     """``>= max_j ||X_j||_2^2`` over the rows X_j of X."""
-    if x.size == 0:
-        return Fraction(0)
-    q = x.shape[1]
-    s = float(np.max(np.einsum("ij,ij->i", x, x)))
-    if not _finite(s):
-        return None
-    return (Fraction(s) + q * ETA) / (1 - gamma(q))
+    return Fraction(0) if x.size == 0 else _dot_upper(_max_row_sq(x), x.shape[1])
 
 
 def max_row_sq_lower(x: np.ndarray) -> Fraction | None:
     """``<= max_j ||X_j||_2^2``."""
-    if x.size == 0:
-        return Fraction(0)
-    q = x.shape[1]
-    s = float(np.max(np.einsum("ij,ij->i", x, x)))
-    if not _finite(s):
-        return None
-    return max(Fraction(0), (Fraction(s) - q * ETA) / (1 + gamma(q)))
+    return Fraction(0) if x.size == 0 else _dot_lower(_max_row_sq(x), x.shape[1])
 
 
 def max_abs_rowsum_upper(x: np.ndarray) -> Fraction | None:
     """``>= max_i sum_j |X_ij|`` (|x| is exact; R1)."""
     if x.size == 0:
         return Fraction(0)
-    s = float(np.max(np.abs(x).sum(axis=1)))
-    if not _finite(s):
-        return None
-    return Fraction(s) / (1 - gamma(x.shape[1]))
+    s = _max_abs_rowsum(x)
+    return None if s is None else Fraction(s) / (1 - gamma(x.shape[1]))
 
 
 def max_abs_rowsum_lower(x: np.ndarray) -> Fraction | None:
     """``<= max_i sum_j |X_ij|``."""
     if x.size == 0:
         return Fraction(0)
-    s = float(np.max(np.abs(x).sum(axis=1)))
-    if not _finite(s):
-        return None
-    return Fraction(s) / (1 + gamma(x.shape[1]))
+    s = _max_abs_rowsum(x)
+    return None if s is None else Fraction(s) / (1 + gamma(x.shape[1]))
 
 
 def nonneg_product_rowsum_upper(x: np.ndarray, y: np.ndarray) -> Fraction | None:

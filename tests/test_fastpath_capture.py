@@ -21,13 +21,7 @@ from softrank.fastpath.operators import block_operator, full_operator, operators
 TOL = 1e-5
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """One torch thread (as extraction uses): much faster on the shared 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _reference(model, **inputs):

@@ -192,20 +192,28 @@ def _orthants_covered(m, entries) -> bool:
     return want <= {tuple(e) for e in entries}
 
 
+def _covered_orthant_bounds(A, orthants) -> list[Fraction] | None:
+    """The cokernel bound of each orthant entry; None if an entry is malformed or has no bound,
+    or the entries miss an orthant (s_0 = +1)."""
+    m, N = len(A), len(A[0])
+    seen, bounds = [], []
+    for entry in orthants:
+        signs = [int(s) for s in entry["signs"]]
+        if len(signs) != m or any(s not in (1, -1) for s in signs):
+            return None
+        b = cokernel_bound(A, signs, _vec(entry["w"], N))
+        if b is None:
+            return None
+        seen.append(signs)
+        bounds.append(b)
+    return bounds if _orthants_covered(m, seen) else None
+
+
 def check_cokernel(A, eps, cert) -> bool:
     """k = m - 1: for every orthant s (s_0 = +1) a w, ||w||_inf <= 1, with s_i (A w)_i > eps.
     proofs/oracle_km_minus_1.md."""
-    m, N = len(A), len(A[0])
-    seen = []
-    for entry in cert["orthants"]:
-        signs = [int(s) for s in entry["signs"]]
-        if len(signs) != m or any(s not in (1, -1) for s in signs):
-            return False
-        b = cokernel_bound(A, signs, _vec(entry["w"], N))
-        if b is None or not b > eps:
-            return False
-        seen.append(signs)
-    return _orthants_covered(m, seen)
+    bounds = _covered_orthant_bounds(A, cert["orthants"])
+    return bounds is not None and all(b > eps for b in bounds)
 
 
 def rank1_stochastic_bound(A, lam) -> tuple[Fraction, Fraction]:
@@ -334,16 +342,8 @@ def _check_threshold(A, cert, k) -> bool:
             return False
         if sum((abs(sum((A[i][j] * y[i] for i in range(m)), ZERO)) for j in range(N)), ZERO) > t:
             return False
-        seen = []
-        for entry in cert["orthants"]:
-            signs = [int(s) for s in entry["signs"]]
-            if len(signs) != m or any(s not in (1, -1) for s in signs):
-                return False
-            b = cokernel_bound(A, signs, _vec(entry["w"], N))
-            if b is None or b < t:
-                return False
-            seen.append(signs)
-        return _orthants_covered(m, seen)
+        bounds = _covered_orthant_bounds(A, cert["orthants"])
+        return bounds is not None and all(b >= t for b in bounds)
     if kind == "rank1-stochastic":
         v = _vec(cert["v"], N)
         if any(x < 0 for x in v) or sum(v, ZERO) != 1:

@@ -8,7 +8,9 @@ and rewrites it with ``RecordWriter.from_record`` (only the best witness per eps
 certificates achieving max L are stored).
 
 Modes: ``fast`` (default) searches each later construction only below the best rank found so
-far; ``full`` finds every construction's own least rank (for the construction study; slower).
+far, refines ranks up to ``L1_MAX_RANK`` by one-rank alternating-l1 steps (``upper.descend``) and
+higher ranks by large steps (``upper.shrink``, only where U > 2L); ``full`` finds every
+construction's own least rank (for the construction study; slower).
 """
 
 from __future__ import annotations
@@ -143,6 +145,13 @@ def bracket_matrix(A: np.ndarray, eps_list=DEFAULT_EPS, mode: str = "fast", cons
             for e in eps_list:  # continuation: drop components of the best witness, refit
                 if best[e] is not None and L[e] < best[e].rank <= L1_MAX_RANK:
                     best[e] = up.descend(ctx, best[e], e - up.MARGIN, L[e])
+        with timer("altl1"):
+            asc = sorted(eps_list)  # high ranks: large steps down, smallest eps first (its witness
+            for j, e in enumerate(asc):  # holds at every larger eps and starts the next search)
+                w = min((best[x] for x in asc[:j + 1] if best[x] is not None and best[x].error <= e - up.MARGIN),
+                        key=lambda w: w.rank, default=None)
+                if w is not None and w.rank > L1_MAX_RANK and 2 * L[e] < w.rank:
+                    best[e] = up.shrink(ctx, w, e - up.MARGIN, L[e])
     # a witness checked at a smaller eps also holds at a larger one
     for i, e in enumerate(eps_list):
         for e2 in eps_list[i + 1:]:  # smaller eps

@@ -7,9 +7,11 @@ Each certificate proves ``r_eps(A) >= L`` once the validated replay confirms it 
   A_S, ``sum_{i>k} sigma_i(A_S W)^2 > s eps^2 omega^2`` gives L = k + 1;
 - ``decoder`` (Lemma D): rows S (p of them) and W (N x p) with
   ``||A_S W - I_p||_inf + eps max_j ||W_j||_1 < 1`` gives L = p.  For a given S the best W is a
-  linear program (HiGHS); S is searched over prefixes of row orders (pivoted QR, peaked rows) by
-  binary search (a prefix of a valid set is valid: drop rows of S and the matching columns of W)
-  and then grown greedily.
+  linear program (HiGHS); S is found by a cheap greedy first-fit with exact right inverses (from
+  the set found at the next larger eps and from one row), then a binary search over prefixes of
+  the pivoted-QR row order (a prefix of a valid set is valid: drop rows of S and the matching
+  columns of W), then greedy growth with the LP over further candidate rows (``GROW_TRIES``,
+  ``GROW_PATIENCE``).  The LP runs only while p^2 N <= ``LP_WORK``.
 
 Every certificate returned here satisfies its inequality in float64 with a relative margin of at
 least ``MARGIN`` so that the validated replay (which charges rounding, singular-value accuracy and
@@ -29,7 +31,11 @@ from softrank.fastpath.upper import Context
 MARGIN = 1e-9
 LP_MAXITER = 20000  # iterations per decoder LP (a stalled LP counts as "no certificate")
 LP_TIME_LIMIT = 5.0  # seconds, a guard only
-LP_WORK = 4096  # decoder LPs only for p * N <= LP_WORK (p <= 16 at N = 256, p <= 32 at N = 128)
+LP_WORK = 16 * 16 * 256  # decoder LPs only for p^2 N <= LP_WORK (p <= 16 at N = 256, 22 at N = 128):
+#                          the LP has p^2 residual rows with N entries each (~1 s at p = 20, N = 256)
+LP_MAX_COLS = 256  # decoder LP: W supported on at most this many columns (the largest of A_S)
+GROW_TRIES = 20  # step 3 of decoder_certificate: candidate rows tried with the LP ...
+GROW_PATIENCE = 5  # ... stopping after this many failures in a row
 LP_METHOD = "highs-ipm"  # interior point + crossover: 4-7x faster than dual simplex at p >= 20
 
 
@@ -112,7 +118,7 @@ def decoder_lp(ctx: Context, rows: np.ndarray, eps: float, max_cols: int | None 
     p = len(rows)
     n = ctx.N
     if max_cols is None:
-        max_cols = 160
+        max_cols = LP_MAX_COLS
     peak = A[rows].max(axis=0)
     cols = np.arange(n) if max_cols >= n else np.sort(np.argsort(-peak, kind="stable")[:max_cols])
     c = len(cols)
@@ -167,6 +173,11 @@ def _quick_decoder(ctx: Context, rows: np.ndarray, eps: float):
     return best_v, best_W
 
 
+def _p_for_work(work: int, n: int) -> int:
+    """Largest p with p^2 n <= work."""
+    return int(np.sqrt(work / max(n, 1)))
+
+
 def _ok(value: float) -> bool:
     return value <= 1.0 - MARGIN
 
@@ -187,40 +198,47 @@ def row_orders(ctx: Context) -> list[np.ndarray]:
 
 
 def decoder_certificate(ctx: Context, eps: float, p_hi: int, start: Certificate | None = None,
-                        lp_tries: int = 3, lp_max_p: int | None = None) -> Certificate:
+                        lp_tries: int = GROW_TRIES, lp_patience: int = GROW_PATIENCE,
+                        lp_max_p: int | None = None) -> Certificate:
     """The largest decoder certificate found at ``eps`` with p <= p_hi (p_hi: a known upper end).
 
     1. greedy first-fit over the row orders with cheap exact right inverses (no LP);
     2. binary search over prefixes of the pivoted-QR order above the greedy size, W by LP;
-    3. greedy growth with the LP for at most ``lp_tries`` further rows.
+    3. greedy growth with the LP over further candidate rows (pivoted-QR order, then peaked rows):
+       at most ``lp_tries`` candidates, stopping after ``lp_patience`` failures in a row.
     The LP is used only for sets of at most ``lp_max_p`` rows (its size grows as p^2)."""
     A = ctx.A
     p_hi = max(1, min(p_hi, ctx.p))
-    if lp_max_p is None:  # the LP's cost grows quickly with p N: ~1 s at p = 20, N = 256
-        lp_max_p = max(8, LP_WORK // ctx.N)
+    if lp_max_p is None:
+        lp_max_p = max(8, _p_for_work(LP_WORK, ctx.N))
     # p = 1 always works: any row, W = ones (A_S W = 1, eps * 1 < 1)
-    rows, W = np.array([int(A.max(axis=1).argmax())], dtype=np.int64), np.ones((ctx.N, 1))
+    one = (np.array([int(A.max(axis=1).argmax())], dtype=np.int64), np.ones((ctx.N, 1)))
+    starts = [one]
     if start is not None and start.rows is not None and start.lower > 1:
-        rows, W = np.asarray(start.rows, dtype=np.int64), np.asarray(start.W, dtype=np.float64)
-    val = decoder_value(A, rows, W, eps)
-    if not _ok(val):  # cannot happen for a start valid at a larger eps; fall back to p = 1
-        rows, W = np.array([0], dtype=np.int64), np.ones((ctx.N, 1))
-        val = decoder_value(A, rows, W, eps)
+        s_rows, s_W = np.asarray(start.rows, dtype=np.int64), np.asarray(start.W, dtype=np.float64)
+        if _ok(decoder_value(A, s_rows, s_W, eps)):  # always, for a start valid at a larger eps
+            starts.insert(0, (s_rows, s_W))
     orders = row_orders(ctx)
 
-    # 1. cheap greedy first-fit
-    member = set(rows.tolist())
-    for order in orders:
-        for i in order:
-            if len(rows) >= p_hi:
-                break
-            if int(i) in member:
-                continue
-            cand = np.append(rows, int(i))
-            v, Wc = _quick_decoder(ctx, cand, eps)
-            if _ok(v):
-                rows, W, val = cand, Wc, v
-                member.add(int(i))
+    # 1. cheap greedy first-fit, from the start set and from one row (the greedy is path dependent)
+    best = None
+    for rows, W in starts:
+        val = decoder_value(A, rows, W, eps)
+        member = set(rows.tolist())
+        for order in orders:
+            for i in order:
+                if len(rows) >= p_hi:
+                    break
+                if int(i) in member:
+                    continue
+                cand = np.append(rows, int(i))
+                v, Wc = _quick_decoder(ctx, cand, eps)
+                if _ok(v):
+                    rows, W, val = cand, Wc, v
+                    member.add(int(i))
+        if best is None or len(rows) > len(best[0]):
+            best = (rows, W, val)
+    rows, W, val = best
 
     def check(cand):
         v, Wc = _quick_decoder(ctx, cand, eps)
@@ -245,10 +263,11 @@ def decoder_certificate(ctx: Context, eps: float, p_hi: int, start: Certificate 
             b = mid - 1
     # 3. LP greedy growth from the best set
     member = set(rows.tolist())
-    tries = 0
+    tries = fails = 0
     for o in orders:
         for i in o:
-            if len(rows) >= p_hi or tries >= lp_tries:
+            if (len(rows) >= p_hi or tries >= lp_tries or fails >= lp_patience
+                    or len(rows) >= lp_max_p):
                 break
             if int(i) in member:
                 continue
@@ -258,4 +277,7 @@ def decoder_certificate(ctx: Context, eps: float, p_hi: int, start: Certificate 
             v, Wc = check(cand)
             if _ok(v):
                 rows, W, val = cand, Wc, v
+                fails = 0
+            else:
+                fails += 1
     return Certificate("decoder", len(rows), rows=rows, W=W, margin=1.0 - val)

@@ -250,6 +250,39 @@ def descend(ctx: Context, w: "Witness", target: float, lo: int, rounds: int = 4,
     return best
 
 
+def shrink(ctx: Context, w: "Witness", target: float, lo: int, factors=(0.93,), max_fits: int = 2,
+           rounds: int = 2) -> "Witness":
+    """Large steps down for high-rank witnesses (where ``descend``'s one-rank steps cost too many
+    fits): from a checked witness of rank k, refit alternating l1 at rank ``floor(f k)``, started
+    from the top right singular vectors of X Y^T and, if that fails, from the row-reweighted SVD
+    basis; keep stepping with f while a check passes, then try the next (milder) factor.  At most
+    ``max_fits`` fits in all."""
+    best, fits = w, 0
+    for f in factors:
+        while fits < max_fits:
+            k = best.rank
+            k_new = max(lo, int(f * k))
+            if k_new >= k or k_new < 1:
+                break
+            Qx, Rx = np.linalg.qr(best.X)
+            Qy, Ry = np.linalg.qr(best.Y)
+            _, _, vt = np.linalg.svd(Rx @ Ry.T)
+            step = None
+            for Y0 in (Qy @ vt[:k_new].T, None):
+                if fits >= max_fits:
+                    break
+                fits += 1
+                X1, Y1 = build_altl1(ctx, k_new, target, rounds=rounds, Y0=Y0)
+                e = max_row_l1(ctx.A, X1, Y1)
+                if e <= target:
+                    step = Witness(k_new, np.ascontiguousarray(X1), np.ascontiguousarray(Y1), "altl1", e)
+                    break
+            if step is None:
+                break
+            best = step
+    return best
+
+
 def build_cpqr(ctx: Context, k: int, target: float = 0.0):
     Q, _ = ctx.cpqr
     Qk = Q[:, :k]

@@ -167,3 +167,53 @@ def test_construction_ratios_median_to_best():
     assert res["bert"]["tsvd"] == pytest.approx((2.0 + 1.5) / 2)
     assert res["bert"]["rpqr"] == pytest.approx((64 / 5 + 2.0) / 2)  # not found: counts as p
     assert res["all"]["operators"] == 2
+
+
+def diffuse_softmax(n: int, seed: int, scale: float = 2.0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    Q, K = rng.standard_normal((n, 8)), rng.standard_normal((n, 8))
+    return softmax_rows(scale * Q @ K.T / np.sqrt(8))
+
+
+def test_decoder_lp_growth_never_loses_and_certificates_hold():
+    """Step 3 of the decoder search (LP growth) only adds rows, every set it returns satisfies the
+    Lemma D inequality in float64, and on this diffuse operator it adds at least one row."""
+    A = diffuse_softmax(64, seed=2, scale=1.5)
+    gained = 0
+    for eps in (0.15, 0.25, 0.35):
+        ctx = up.Context(A)
+        plain = low.decoder_certificate(ctx, eps, p_hi=64, lp_tries=0, lp_max_p=12)
+        grown = low.decoder_certificate(ctx, eps, p_hi=64, lp_max_p=12)
+        check_certificate_float64(A, eps, plain)
+        check_certificate_float64(A, eps, grown)
+        assert grown.lower >= plain.lower
+        gained += grown.lower - plain.lower
+    assert gained >= 1
+
+
+def test_decoder_poor_start_does_not_limit_the_search():
+    """A valid but small start set (from a larger eps) cannot make the result smaller than the
+    search from scratch: the greedy runs from both and keeps the larger."""
+    A = diffuse_softmax(64, seed=5)
+    eps = 0.25
+    fresh = low.decoder_certificate(up.Context(A), eps, p_hi=64, lp_max_p=12)
+    rows = np.array([int(A.max(axis=1).argmax())], dtype=np.int64)
+    poor = low.Certificate("decoder", 1, rows=rows, W=np.ones((64, 1)))
+    started = low.decoder_certificate(up.Context(A), eps, p_hi=64, start=poor, lp_max_p=12)
+    check_certificate_float64(A, eps, started)
+    assert started.lower >= fresh.lower
+
+
+def test_shrink_gives_checked_lower_rank_witness():
+    """Large-step alternating l1 from a truncated-SVD witness: the result is checked in max-row-l1
+    and its rank is at most the start's; on this operator it is strictly lower."""
+    A = diffuse_softmax(96, seed=1, scale=4.0)
+    ctx = up.Context(A)
+    eps = 0.25
+    w0 = up.tsvd_scan(ctx, [eps])[eps]
+    assert w0 is not None
+    w = up.shrink(ctx, w0, eps - up.MARGIN, lo=1)
+    assert w.rank <= w0.rank
+    assert up.max_row_l1(A, w.X, w.Y) <= eps - up.MARGIN
+    assert w.X.shape[1] == w.rank and w.Y.shape[1] == w.rank
+    assert w.rank < w0.rank

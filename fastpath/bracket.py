@@ -152,6 +152,27 @@ def bracket_matrix(A: np.ndarray, eps_list=DEFAULT_EPS, mode: str = "fast", cons
                         key=lambda w: w.rank, default=None)
                 if w is not None and w.rank > L1_MAX_RANK and 2 * L[e] < w.rank:
                     best[e] = up.shrink(ctx, w, e - up.MARGIN, L[e])
+    # decoder growth past the LP's reach, only where it can resolve the bracket
+    with timer("decoder"):
+        grown = None  # a decoder valid at a larger eps is valid here too
+        for e in eps_list:
+            if grown is not None and grown.lower > L[e]:
+                certs[e].append(grown)
+                L[e] = grown.lower
+            w = best[e]
+            upper = w.rank if w is not None else p
+            goal = next((g for g in range(L[e], upper + 1) if resolved(g, upper, p)), upper)
+            cands = [c for c in certs[e] if c.kind == "decoder"]
+            if grown is not None:
+                cands.append(grown)
+            start = max(cands, key=lambda c: c.lower, default=None)
+            if start is None or goal <= L[e] or goal - L[e] > low.SMOOTH_TRIES:
+                continue
+            c = low.grow_decoder_smooth(ctx, start, e, goal)
+            if c.lower > L[e]:
+                certs[e].append(c)
+                L[e] = c.lower
+                grown = c
     # a witness checked at a smaller eps also holds at a larger one
     for i, e in enumerate(eps_list):
         for e2 in eps_list[i + 1:]:  # smaller eps

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
+from scipy.optimize import linprog, minimize
+from scipy.special import logsumexp, softmax
 
 from softrank.fastpath.upper import Context
 
@@ -36,6 +37,11 @@ LP_WORK = 16 * 16 * 256  # decoder LPs only for p^2 N <= LP_WORK (p <= 16 at N =
 LP_MAX_COLS = 256  # decoder LP: W supported on at most this many columns (the largest of A_S)
 GROW_TRIES = 20  # step 3 of decoder_certificate: candidate rows tried with the LP ...
 GROW_PATIENCE = 5  # ... stopping after this many failures in a row
+SMOOTH_STAGES = ((0.05, 1e-3), (0.02, 3e-4), (0.005, 1e-4))  # (mu, delta) of the smoothed value
+SMOOTH_ITERS = 300  # nonlinear CG iterations per stage
+GROW_STAGES, GROW_ITERS = 3, 300  # per candidate row: stages and iterations, from the previous W
+SMOOTH_TRIES = 12  # grow_decoder_smooth: candidate rows tried ...
+SMOOTH_PATIENCE = 3  # ... stopping after this many failures in a row
 LP_METHOD = "highs-ipm"  # interior point + crossover: 4-7x faster than dual simplex at p >= 20
 
 
@@ -280,4 +286,75 @@ def decoder_certificate(ctx: Context, eps: float, p_hi: int, start: Certificate 
                 fails = 0
             else:
                 fails += 1
+    return Certificate("decoder", len(rows), rows=rows, W=W, margin=1.0 - val)
+
+
+# ----------------------------------------------------------------------------------------------
+# decoder growth beyond the LP's reach: smoothed value, nonlinear conjugate gradients
+# ----------------------------------------------------------------------------------------------
+
+
+def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_STAGES,
+                     iters: int = SMOOTH_ITERS) -> np.ndarray:
+    """A heuristic W for fixed rows M = A_S (p x N), started from ``W0``: minimise a smoothed
+    ``max_i ||(M W - I)_i||_1 + eps max_j ||W_j||_1`` (max -> mu logsumexp(./mu),
+    |x| -> sqrt(x^2 + delta^2) - delta) by scipy's nonlinear conjugate gradients, for a decreasing
+    sequence of (mu, delta).  Any W is allowed by Lemma D, so the caller checks the exact float64
+    value; used where the LP (p^2 N residual rows) is too slow."""
+    p, n = M.shape
+    eye = np.eye(p)
+    W = np.array(W0, dtype=np.float64)
+    for mu, delta in stages:
+        def value_and_grad(w, mu=mu, delta=delta):
+            Wm = w.reshape(n, p)
+            R = M @ Wm - eye
+            sR = np.sqrt(R * R + delta * delta)
+            sW = np.sqrt(Wm * Wm + delta * delta)
+            r = sR.sum(axis=1) - p * delta
+            b = sW.sum(axis=1) - p * delta
+            f = mu * logsumexp(r / mu) + eps * mu * logsumexp(b / mu)
+            g = M.T @ (softmax(r / mu)[:, None] * (R / sR)) + eps * softmax(b / mu)[:, None] * (Wm / sW)
+            return f, g.ravel()
+        res = minimize(value_and_grad, W.ravel(), jac=True, method="CG", options={"maxiter": iters})
+        if np.all(np.isfinite(res.x)):
+            W = res.x.reshape(n, p)
+    return W
+
+
+def grow_decoder_smooth(ctx: Context, cert: Certificate, eps: float, goal: int,
+                        tries: int = SMOOTH_TRIES, patience: int = SMOOTH_PATIENCE) -> Certificate:
+    """From a valid decoder certificate, add rows (pivoted-QR order, then peaked rows) with W from
+    ``smooth_decoder_w`` (the previous W plus a zero column as the start) while the float64 value
+    stays <= 1 - MARGIN, until ``goal`` rows, ``tries`` candidates or ``patience`` failures in a
+    row.  Returns the input certificate when nothing is added."""
+    A = ctx.A
+    rows = np.asarray(cert.rows, dtype=np.int64)
+    W = np.asarray(cert.W, dtype=np.float64)
+    val = decoder_value(A, rows, W, eps)
+    if not _ok(val):
+        return cert
+    Wp = smooth_decoder_w(A[rows], W, eps)  # polish first: it leaves room for the next rows
+    vp = decoder_value(A, rows, Wp, eps)
+    if vp < val:
+        W, val = Wp, vp
+    member = set(rows.tolist())
+    n_try = fails = 0
+    for order in row_orders(ctx):
+        for i in order:
+            if len(rows) >= goal or n_try >= tries or fails >= patience:
+                break
+            if int(i) in member:
+                continue
+            member.add(int(i))
+            n_try += 1
+            cand = np.append(rows, int(i))
+            Wc = smooth_decoder_w(A[cand], np.hstack([W, np.zeros((ctx.N, 1))]), eps,
+                                  stages=SMOOTH_STAGES[-GROW_STAGES:], iters=GROW_ITERS)
+            v = decoder_value(A, cand, Wc, eps)
+            if _ok(v):
+                rows, W, val, fails = cand, Wc, v, 0
+            else:
+                fails += 1
+    if len(rows) == cert.lower:
+        return cert
     return Certificate("decoder", len(rows), rows=rows, W=W, margin=1.0 - val)

@@ -217,3 +217,61 @@ def test_shrink_gives_checked_lower_rank_witness():
     assert up.max_row_l1(A, w.X, w.Y) <= eps - up.MARGIN
     assert w.X.shape[1] == w.rank and w.Y.shape[1] == w.rank
     assert w.rank < w0.rank
+
+
+def local_window_softmax(n: int, seed: int, width: float = 3.0, noise: float = 1.0) -> np.ndarray:
+    """Local positional attention with content noise (like the high-rank encoder heads)."""
+    rng = np.random.default_rng(seed)
+    i = np.arange(n)
+    H = -((i[:, None] - i[None, :] + 1.0) ** 2) / (2 * width**2) + noise * rng.standard_normal((n, n))
+    return softmax_rows(H)
+
+
+def test_smooth_decoder_growth_adds_rows_past_the_lp():
+    """Beyond the LP's reach (here the LP is switched off) the smoothed-CG growth adds rows to a
+    valid decoder, every certificate satisfies Lemma D in float64, and it stops at the goal."""
+    A = local_window_softmax(64, seed=0)
+    eps = 0.25
+    ctx = up.Context(A)
+    base = low.decoder_certificate(ctx, eps, p_hi=64, lp_tries=0, lp_max_p=1)
+    check_certificate_float64(A, eps, base)
+    grown = low.grow_decoder_smooth(ctx, base, eps, goal=base.lower + 8)
+    check_certificate_float64(A, eps, grown)
+    assert base.lower < grown.lower <= base.lower + 8
+    capped = low.grow_decoder_smooth(ctx, base, eps, goal=base.lower + 1)
+    check_certificate_float64(A, eps, capped)
+    assert capped.lower == base.lower + 1
+
+
+def test_smooth_decoder_growth_returns_input_for_invalid_start():
+    """An input certificate that does not hold in float64 is returned unchanged (never grown)."""
+    A = local_window_softmax(32, seed=1)
+    bad = low.Certificate("decoder", 2, rows=np.array([0, 1]), W=10 * np.ones((32, 2)))
+    assert low.grow_decoder_smooth(up.Context(A), bad, 0.25, goal=10) is bad
+
+
+def test_smooth_decoder_is_proved_by_the_validated_checker():
+    """The grown decoder (W from the smoothed CG, not an LP) is proved by Lemma D in balls on the
+    enclosure of rowsoftmax of the logits, on both routes; one more row claimed is not accepted."""
+    from fractions import Fraction
+
+    from softrank.validated.contractive_decoder import check_contractive_decoder
+    from softrank.validated.softmax_enclosure import logits_balls, rowsoftmax_enclosure
+
+    rng = np.random.default_rng(0)
+    n = 48
+    i = np.arange(n)
+    H = -((i[:, None] - i[None, :] + 1.0) ** 2) / 18.0 + rng.standard_normal((n, n))
+    enc = rowsoftmax_enclosure(logits_balls(logits=H))
+    A = enc.a_mid
+    eps = Fraction(1, 4)
+    ctx = up.Context(A)
+    base = low.decoder_certificate(ctx, 0.25, p_hi=n, lp_tries=0, lp_max_p=1)
+    grown = low.grow_decoder_smooth(ctx, base, 0.25, goal=base.lower + 6)
+    assert grown.lower > base.lower
+    for strict in (False, True):
+        assert check_contractive_decoder(enc, eps, grown.rows, grown.W, strict=strict).proved
+    extra = next(r for r in range(n) if r not in set(grown.rows.tolist()))
+    rows2 = np.append(grown.rows, extra)
+    w2 = np.hstack([grown.W, np.zeros((n, 1))])
+    assert not check_contractive_decoder(enc, eps, rows2, w2).proved

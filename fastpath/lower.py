@@ -39,9 +39,8 @@ GROW_TRIES = 20  # step 3 of decoder_certificate: candidate rows tried with the 
 GROW_PATIENCE = 5  # ... stopping after this many failures in a row
 SMOOTH_STAGES = ((0.05, 1e-3), (0.02, 3e-4), (0.005, 1e-4))  # (mu, delta) of the smoothed value
 SMOOTH_ITERS = 300  # nonlinear CG iterations per stage
-GROW_STAGES, GROW_ITERS = 3, 300  # per candidate row: stages and iterations, from the previous W
-SMOOTH_TRIES = 12  # grow_decoder_smooth: candidate rows tried ...
-SMOOTH_PATIENCE = 3  # ... stopping after this many failures in a row
+SMOOTH_TRIES = 16  # grow_decoder_smooth: candidate rows tried ...
+SMOOTH_PATIENCE = 4  # ... stopping after this many failures in a row
 LP_METHOD = "highs-ipm"  # interior point + crossover: 4-7x faster than dual simplex at p >= 20
 
 
@@ -348,8 +347,7 @@ def grow_decoder_smooth(ctx: Context, cert: Certificate, eps: float, goal: int,
             member.add(int(i))
             n_try += 1
             cand = np.append(rows, int(i))
-            Wc = smooth_decoder_w(A[cand], np.hstack([W, np.zeros((ctx.N, 1))]), eps,
-                                  stages=SMOOTH_STAGES[-GROW_STAGES:], iters=GROW_ITERS)
+            Wc = smooth_decoder_w(A[cand], np.hstack([W, np.zeros((ctx.N, 1))]), eps)
             v = decoder_value(A, cand, Wc, eps)
             if _ok(v):
                 rows, W, val, fails = cand, Wc, v, 0

@@ -202,6 +202,30 @@ def row_orders(ctx: Context) -> list[np.ndarray]:
     return orders
 
 
+def _grow(orders, rows, W, val, fit, stop_at: int, tries: int, patience: int):
+    """Greedy growth of a valid decoder set: candidate rows in ``orders``; ``fit(cand, W)`` returns
+    (float64 value, W for cand) and a candidate is kept when the value is <= 1 - MARGIN.  At most
+    ``tries`` candidates, stopping after ``patience`` failures in a row or at ``stop_at`` rows.
+    Returns (rows, W, value)."""
+    member = set(rows.tolist())
+    n_try = fails = 0
+    for order in orders:
+        for i in order:
+            if len(rows) >= stop_at or n_try >= tries or fails >= patience:
+                return rows, W, val
+            if int(i) in member:
+                continue
+            member.add(int(i))
+            n_try += 1
+            cand = np.append(rows, int(i))
+            v, Wc = fit(cand, W)
+            if _ok(v):
+                rows, W, val, fails = cand, Wc, v, 0
+            else:
+                fails += 1
+    return rows, W, val
+
+
 def decoder_certificate(ctx: Context, eps: float, p_hi: int, start: Certificate | None = None,
                         lp_tries: int = GROW_TRIES, lp_patience: int = GROW_PATIENCE,
                         lp_max_p: int | None = None) -> Certificate:
@@ -267,24 +291,8 @@ def decoder_certificate(ctx: Context, eps: float, p_hi: int, start: Certificate 
         else:
             b = mid - 1
     # 3. LP greedy growth from the best set
-    member = set(rows.tolist())
-    tries = fails = 0
-    for o in orders:
-        for i in o:
-            if (len(rows) >= p_hi or tries >= lp_tries or fails >= lp_patience
-                    or len(rows) >= lp_max_p):
-                break
-            if int(i) in member:
-                continue
-            member.add(int(i))
-            tries += 1
-            cand = np.append(rows, int(i))
-            v, Wc = check(cand)
-            if _ok(v):
-                rows, W, val = cand, Wc, v
-                fails = 0
-            else:
-                fails += 1
+    rows, W, val = _grow(orders, rows, W, val, lambda cand, _W: check(cand), min(p_hi, lp_max_p),
+                         lp_tries, lp_patience)
     return Certificate("decoder", len(rows), rows=rows, W=W, margin=1.0 - val)
 
 
@@ -336,23 +344,12 @@ def grow_decoder_smooth(ctx: Context, cert: Certificate, eps: float, goal: int,
     vp = decoder_value(A, rows, Wp, eps)
     if vp < val:
         W, val = Wp, vp
-    member = set(rows.tolist())
-    n_try = fails = 0
-    for order in row_orders(ctx):
-        for i in order:
-            if len(rows) >= goal or n_try >= tries or fails >= patience:
-                break
-            if int(i) in member:
-                continue
-            member.add(int(i))
-            n_try += 1
-            cand = np.append(rows, int(i))
-            Wc = smooth_decoder_w(A[cand], np.hstack([W, np.zeros((ctx.N, 1))]), eps)
-            v = decoder_value(A, cand, Wc, eps)
-            if _ok(v):
-                rows, W, val, fails = cand, Wc, v, 0
-            else:
-                fails += 1
+
+    def fit(cand, W_prev):
+        Wc = smooth_decoder_w(A[cand], np.hstack([W_prev, np.zeros((ctx.N, 1))]), eps)
+        return decoder_value(A, cand, Wc, eps), Wc
+
+    rows, W, val = _grow(row_orders(ctx), rows, W, val, fit, goal, tries, patience)
     if len(rows) == cert.lower:
         return cert
     return Certificate("decoder", len(rows), rows=rows, W=W, margin=1.0 - val)

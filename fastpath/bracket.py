@@ -162,9 +162,7 @@ def bracket_matrix(A: np.ndarray, eps_list=DEFAULT_EPS, mode: str = "fast", cons
             w = best[e]
             upper = w.rank if w is not None else p
             goal = next((g for g in range(L[e], upper + 1) if resolved(g, upper, p)), upper)
-            cands = [c for c in certs[e] if c.kind == "decoder"]
-            if grown is not None:
-                cands.append(grown)
+            cands = [c for c in certs[e] if c.kind == "decoder"] + ([grown] if grown is not None else [])
             start = max(cands, key=lambda c: c.lower, default=None)
             if start is None or goal <= L[e] or goal - L[e] > low.SMOOTH_TRIES:
                 continue

@@ -220,6 +220,15 @@ def build_altl1(ctx: Context, k: int, target: float, rounds: int = 3, Y0: np.nda
     return best[1], best[2]
 
 
+def right_singular_basis(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Right singular vectors of ``X Y^T`` (N x k, by decreasing singular value), from the QR
+    factors of X and Y (no N x N product)."""
+    _, Rx = np.linalg.qr(X)
+    Qy, Ry = np.linalg.qr(Y)
+    _, _, vt = np.linalg.svd(Rx @ Ry.T)
+    return Qy @ vt.T
+
+
 def descend(ctx: Context, w: "Witness", target: float, lo: int, rounds: int = 4,
             max_steps: int = 16) -> "Witness":
     """From a checked witness of rank k, try rank k - 1 (and, if that fails, k - 2): drop the
@@ -230,14 +239,12 @@ def descend(ctx: Context, w: "Witness", target: float, lo: int, rounds: int = 4,
     X, Y = w.X, w.Y
     for _ in range(max_steps):
         k = X.shape[1]
-        Qx, Rx = np.linalg.qr(X)
-        Qy, Ry = np.linalg.qr(Y)
-        _, _, vt = np.linalg.svd(Rx @ Ry.T)
+        basis = right_singular_basis(X, Y)
         step = None
         for drop in (1, 2):
             if k - drop < max(lo, 1):
                 break
-            Y0 = Qy @ vt[:k - drop].T
+            Y0 = basis[:, :k - drop]
             X1, Y1 = build_altl1(ctx, k - drop, target, rounds=rounds, Y0=Y0)
             e = max_row_l1(A, X1, Y1)
             if e <= target:
@@ -250,36 +257,30 @@ def descend(ctx: Context, w: "Witness", target: float, lo: int, rounds: int = 4,
     return best
 
 
-def shrink(ctx: Context, w: "Witness", target: float, lo: int, factors=(0.93,), max_fits: int = 2,
+def shrink(ctx: Context, w: "Witness", target: float, lo: int, factor: float = 0.93, max_fits: int = 2,
            rounds: int = 2) -> "Witness":
     """Large steps down for high-rank witnesses (where ``descend``'s one-rank steps cost too many
-    fits): from a checked witness of rank k, refit alternating l1 at rank ``floor(f k)``, started
-    from the top right singular vectors of X Y^T and, if that fails, from the row-reweighted SVD
-    basis; keep stepping with f while a check passes, then try the next (milder) factor.  At most
-    ``max_fits`` fits in all."""
+    fits): from a checked witness of rank k, refit alternating l1 at rank ``floor(factor k)``,
+    started from the top right singular vectors of X Y^T and, if that fails, from the
+    row-reweighted SVD basis; repeat while a check passes.  At most ``max_fits`` fits in all."""
     best, fits = w, 0
-    for f in factors:
-        while fits < max_fits:
-            k = best.rank
-            k_new = max(lo, int(f * k))
-            if k_new >= k or k_new < 1:
+    while fits < max_fits:
+        k_new = max(lo, int(factor * best.rank))
+        if k_new >= best.rank or k_new < 1:
+            break
+        step = None
+        for Y0 in (right_singular_basis(best.X, best.Y)[:, :k_new], None):
+            if fits >= max_fits:
                 break
-            Qx, Rx = np.linalg.qr(best.X)
-            Qy, Ry = np.linalg.qr(best.Y)
-            _, _, vt = np.linalg.svd(Rx @ Ry.T)
-            step = None
-            for Y0 in (Qy @ vt[:k_new].T, None):
-                if fits >= max_fits:
-                    break
-                fits += 1
-                X1, Y1 = build_altl1(ctx, k_new, target, rounds=rounds, Y0=Y0)
-                e = max_row_l1(ctx.A, X1, Y1)
-                if e <= target:
-                    step = Witness(k_new, np.ascontiguousarray(X1), np.ascontiguousarray(Y1), "altl1", e)
-                    break
-            if step is None:
+            fits += 1
+            X1, Y1 = build_altl1(ctx, k_new, target, rounds=rounds, Y0=Y0)
+            e = max_row_l1(ctx.A, X1, Y1)
+            if e <= target:
+                step = Witness(k_new, np.ascontiguousarray(X1), np.ascontiguousarray(Y1), "altl1", e)
                 break
-            best = step
+        if step is None:
+            break
+        best = step
     return best
 
 

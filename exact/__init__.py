@@ -4,6 +4,6 @@
   Fraction matrices, FLINT rank and rank factorisation.
 - ``softrank.exact.lp``: LPs whose answers carry certificates checked in rationals
   (``solve``, ``feasibility``, ``check_optimal``, ``check_farkas``); HiGHS only proposes a basis
-  (``softrank.exact.highs``), an exact simplex is the fallback (``softrank.exact.simplex``).
+  (``softrank.advisors.highs``), an exact simplex is the fallback (``softrank.advisors.simplex``).
 Proofs: proofs/exact_rationals.md, proofs/exact_lp_verification.md.
 """

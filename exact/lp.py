@@ -13,7 +13,7 @@ Certificates (proofs/exact_lp_verification.md):
 
 Route: float64 HiGHS gives a basis; the basis system is solved exactly (FLINT ``fmpq_mat``) and the
 candidate certificate is checked by the functions ``check_*`` below.  If anything fails, an exact
-rational simplex (``softrank.exact.simplex``) solves the LP from scratch, and its certificate is
+rational simplex (``softrank.advisors.simplex``) solves the LP from scratch, and its certificate is
 checked by the same functions.  No LP result leaves this module unchecked.  (sympy's simplex is
 not used: sympy issue 28089.)
 """
@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from flint import fmpq, fmpq_mat
+
+from softrank.advisors import highs, simplex
 
 ZERO = Fraction(0)
 
@@ -142,6 +144,12 @@ def check_result(lp: LP, res: LPResult) -> bool:
 
 # ---------------------------------------------------------------- solving
 
+def _result(proposal) -> LPResult:
+    """An advisor's proposal as an (as yet unchecked) LPResult; only ``check_result`` accepts it."""
+    return LPResult(proposal.status, x=proposal.x, y=proposal.y, z=proposal.z, ray=proposal.ray,
+                    value=proposal.value, route=proposal.route)
+
+
 #: counters for tests and the benchmark: how often each route produced the checked answer
 STATS = {"highs-basis": 0, "exact-simplex": 0, "highs-failed": 0}
 
@@ -154,9 +162,8 @@ def solve(lp: LP, method: str = "auto") -> LPResult:
     """
     lp.validate()
     if method in ("auto", "highs"):
-        from softrank.exact import highs
-
-        res = highs.solve_via_basis(lp)
+        proposal = highs.solve_via_basis(lp)
+        res = None if proposal is None else _result(proposal)
         if res is not None and check_result(lp, res):
             STATS["highs-basis"] += 1
             return res
@@ -165,9 +172,7 @@ def solve(lp: LP, method: str = "auto") -> LPResult:
             raise LPVerificationError("HiGHS basis did not give a checked certificate")
     elif method != "simplex":
         raise ValueError(f"unknown LP method {method!r}")
-    from softrank.exact import simplex
-
-    res = simplex.solve(lp)
+    res = _result(simplex.solve(lp))
     if not check_result(lp, res):  # pragma: no cover - would be a bug in simplex.py
         raise LPVerificationError("exact simplex produced a certificate that does not check")
     STATS["exact-simplex"] += 1

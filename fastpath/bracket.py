@@ -203,7 +203,8 @@ def bracket_matrix(A: np.ndarray, eps_list=DEFAULT_EPS, mode: str = "fast", cons
 def bracket_record(folder, out_store, eps_list=DEFAULT_EPS, mode: str = "fast") -> list[dict]:
     """Bracket one stored record and write it (with its tolerances) into ``out_store``.
     Returns one summary row per eps."""
-    from softrank.replay.store import RecordWriter, read_record
+    from softrank.fastpath.writer import RecordWriter
+    from softrank.replay.reader import read_record
 
     t0 = time.perf_counter()
     record = read_record(folder)
@@ -271,7 +272,9 @@ def bracket_store(store, out_store=None, eps_list=DEFAULT_EPS, jobs: int = 1, mo
     records.  ``progress(done, total)`` is called after each record."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    from softrank.replay.store import list_records, write_index
+    from softrank.replay.reader import list_records
+
+    from softrank.fastpath.writer import write_index
 
     out_store = Path(out_store or store)
     folders = list_records(store)

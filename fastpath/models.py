@@ -24,7 +24,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from softrank.errors import InputError  # noqa: E402
+from softrank.validated.errors import InputError  # noqa: E402
 
 # model_type -> (family, architecture kind).  kind: "encoder" (full operators), "decoder"
 # (causal: common-prefix blocks), "seq2seq" (T5: encoder self, decoder self blocks, cross),

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from softrank.fastpath.capture import Capture, rowsoftmax64
-from softrank.replay.store import RecordWriter
+from softrank.fastpath.writer import RecordWriter
 
 BLOCK_WIDTHS = (64, 128, 256, 512)
 PRODUCER = "softrank.fastpath.extract"

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from softrank.errors import InputError
+from softrank.validated.errors import InputError
 
 # Fixed list of standard-library modules whose documentation is the text corpus.
 STDLIB_MODULES: tuple[str, ...] = (

@@ -293,8 +293,8 @@ def select_records(stores: list[str], ids: str | None = None, limit: int | None 
                    max_n: int | None = None):
     """Records of the stores (in order), optionally only the given comma-separated ids, at most
     ``limit`` per store, skipping operators wider than ``max_n``."""
-    from softrank.errors import InputError
-    from softrank.replay.store import list_records, read_record
+    from softrank.validated.errors import InputError
+    from softrank.replay.reader import list_records, read_record
 
     wanted = None if ids is None else {s.strip() for s in ids.split(",") if s.strip()}
     out = []
@@ -318,7 +318,7 @@ def select_records(stores: list[str], ids: str | None = None, limit: int | None 
 
 
 def rank_list(text: str, where: str) -> list[int]:
-    from softrank.errors import InputError
+    from softrank.validated.errors import InputError
 
     try:
         ranks = [int(x) for x in str(text).split(",") if x.strip()]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import itertools
 from fractions import Fraction
 
-from softrank.errors import InputError
+from softrank.validated.errors import InputError
 
 ZERO = Fraction(0)
 ONE = Fraction(1)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from softrank.errors import InputError
+from softrank.validated.errors import InputError
 from softrank.exact.rational import as_matrix, fmt, fmt_mat, parse_rational, rank, rank_factor
 from softrank.oracle import reductions as red
 from softrank.oracle import witness as wit

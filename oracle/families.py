@@ -22,7 +22,7 @@ from fractions import Fraction
 import sympy as sp
 from flint import arb, ctx, fmpz_mat
 
-from softrank.errors import InputError
+from softrank.validated.errors import InputError
 
 PROOF_GAUGE = "proofs/family_gauge.md"
 PROOF_GRID = "proofs/family_grid.md"

@@ -1,11 +1,11 @@
 """Acceptance 3 of the lower-certificate issue, measured before the fast path's bracketing lands:
 
-1. extract operators from the two real models with ``softrank.fastpath.cli_extract.extract_to_store``
+1. extract operators from the two real models with ``softrank.cli.extract.extract_to_store``
    (default panels: 64 MiniLM operators at 256 x 256, 54 SmolLM2 common-prefix blocks at N = 128);
 2. bracket each one in plain float64 with the small untrusted producer below (decoder,
    Frobenius and projected lower certificates; truncated-SVD upper witness), writing the
    certificates and float64 verdicts into a second store with ``RecordWriter.from_record``;
-3. replay that store with ``softrank.replay.engine.replay_store`` and run ``softrank regress``.
+3. replay that store with ``softrank.cli.replay.replay_store`` and run ``softrank regress``.
 
 Usage::
 
@@ -101,7 +101,8 @@ def tsvd_upper(a: np.ndarray, eps: float, svd):
 
 
 def bracket_store(src: Path, dst: Path, eps_list: list[float]) -> int:
-    from softrank.replay.store import RecordWriter, list_records, read_record, write_index
+    from softrank.fastpath.writer import RecordWriter, write_index
+    from softrank.replay.reader import list_records, read_record
 
     count = 0
     for folder in list_records(src):
@@ -148,8 +149,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     out = Path(args.out)
     eps_list = [float(x) for x in args.eps.split(",")]
-    from softrank.fastpath.cli_extract import extract_to_store
-    from softrank.replay.engine import replay_store
+    from softrank.cli.extract import extract_to_store
+    from softrank.cli.replay import replay_store
 
     t0 = time.time()
     for model, count in (("minilm", args.minilm), ("smollm2", args.smollm2)):
@@ -163,7 +164,7 @@ def main(argv=None) -> int:
     summary = replay_store(bracketed, out / "replay", jobs=max(1, args.jobs))
     t3 = time.time()
     print(summary.line())
-    from softrank.replay import cli_regress
+    from softrank.cli import regress as cli_regress
 
     rc = cli_regress.run(argparse.Namespace(replay_dir=str(out / "replay"), out=str(out / "regress"), max_list=60))
     ends = json.loads((out / "regress" / "ends.json").read_text())

@@ -7,7 +7,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from softrank.exact import highs, simplex
+from softrank.advisors import highs, simplex
 from softrank.exact import lp as xlp
 from softrank.exact.lp import LP, check_farkas, check_optimal, check_result, feasibility, solve
 
@@ -98,7 +98,7 @@ def test_checkers_reject_wrong_certificates():
 
 
 def test_without_highs_the_exact_simplex_answers(monkeypatch):
-    monkeypatch.setattr(highs, "_Highs", None)
+    monkeypatch.setattr(highs, "_hs", None)
     before = dict(xlp.STATS)
     lp = LP(c=[ONE, ONE], A_ub=[[-ONE, -ONE], [-ONE, F(-3)]], b_ub=[-ONE, F(-2)])
     r = solve(lp)

@@ -8,7 +8,7 @@ from fractions import Fraction as F
 import pytest
 from flint import fmpq, fmpq_mat
 
-from softrank.errors import InputError
+from softrank.validated.errors import InputError
 from softrank.exact.rational import (
     as_matrix, fmt, from_binary64, inf_norm, parse_rational, rank, rank_factor, matmul, transpose,
 )

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 
 from softrank.fastpath.bracket import bracket_store
-from softrank.replay.engine import replay_store
-from softrank.replay.store import list_records, read_record
+from softrank.cli.replay import replay_store
+from softrank.replay.reader import list_records, read_record
 
 pytest.importorskip("transformers")
 
 
 def _extract(model, store, **opts):
-    from softrank.fastpath.cli_extract import extract_to_store
+    from softrank.cli.extract import extract_to_store
 
     return extract_to_store(model, store, device="cpu", progress=False, **opts)
 

@@ -12,8 +12,9 @@ import pytest
 
 from softrank.cli import main
 from softrank.fastpath.bracket import bracket_store
-from softrank.replay.engine import replay_store
-from softrank.replay.store import RecordWriter, list_records, read_record
+from softrank.cli.replay import replay_store
+from softrank.fastpath.writer import RecordWriter
+from softrank.replay.reader import list_records, read_record
 
 
 def softmax_rows(H):

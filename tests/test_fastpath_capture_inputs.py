@@ -14,9 +14,9 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from softrank.cli import main  # noqa: E402
-from softrank.errors import InputError  # noqa: E402
-from softrank.fastpath.cli_extract import extract_to_store, spread_pairs  # noqa: E402
-from softrank.replay.store import read_record  # noqa: E402
+from softrank.validated.errors import InputError  # noqa: E402
+from softrank.cli.extract import extract_to_store, spread_pairs  # noqa: E402
+from softrank.replay.reader import read_record  # noqa: E402
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from softrank.replay.store import list_records, read_record
+from softrank.replay.reader import list_records, read_record
 
 DATA = Path(__file__).resolve().parent / "certificates"
 EXPECTED = json.loads((DATA / "expected.json").read_text())

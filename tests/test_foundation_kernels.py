@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from flint import arb
 
-from softrank.errors import InputError
+from softrank.validated.errors import InputError
 from softrank.validated.balls import (
     arb_from_binary64, certainly_gt, certainly_le, float_at_least, float_at_most, fraction_from_binary64,
     lower_fraction, upper_fraction,

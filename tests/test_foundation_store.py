@@ -8,8 +8,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from softrank.errors import InputError
-from softrank.replay.store import RecordWriter, list_records, read_record, write_index
+from softrank.validated.errors import InputError
+from softrank.fastpath.writer import RecordWriter, write_index
+from softrank.replay.reader import list_records, read_record
 
 
 def softmax64(h):

@@ -79,7 +79,7 @@ def test_weights_must_be_valid():
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    from softrank.replay.store import RecordWriter, write_index
+    from softrank.fastpath.writer import RecordWriter, write_index
 
     folder = tmp_path_factory.mktemp("kstore")
     rng = np.random.default_rng(7)

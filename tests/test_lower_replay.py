@@ -1,5 +1,5 @@
 """End to end: records with lower certificates written by RecordWriter, replayed through
-``softrank.replay.engine.replay_store``, then ``softrank regress`` on the replay tables."""
+``softrank.cli.replay.replay_store``, then ``softrank regress`` on the replay tables."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from lower_helpers import (
     float64_projected,
     rowsoftmax_float,
 )
-from softrank.replay.engine import replay_store
-from softrank.replay.store import RecordWriter
+from softrank.cli.replay import replay_store
+from softrank.fastpath.writer import RecordWriter
 
 
 def _block_record(store, rid, seed):

@@ -27,8 +27,8 @@ from lower_helpers import (
     rowsoftmax_float,
     softmax_enclosure_of,
 )
-from softrank.replay.lower import LowerContext, check_lower_certificate
-from softrank.replay.store import LowerCertificate
+from softrank.replay.rules import Claim, check_lower_certificate
+from softrank.replay.record import LowerCertificate
 from softrank.validated.contractive_decoder import check_contractive_decoder
 from softrank.validated.frobenius_tail import check_frobenius_tail
 from softrank.validated.outcome import Outcome
@@ -169,7 +169,7 @@ def test_decoder_sum_exactly_one(strict):
 
 
 def _ctx(enc, eps, cert):
-    return LowerContext(record=None, enclosure=enc, chi=None, eps=eps, cert=cert, strict=False, operator_assumption="")
+    return Claim(enclosure=enc, chi=None, eps=eps, strict=False, cert=cert)
 
 
 def test_malformed_certificates_give_reasons_not_exceptions():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
-from softrank.oracle import bench
+from softrank.cli.bench import oracle as bench
 
 
 def test_bench_oracle_quick(capsys):

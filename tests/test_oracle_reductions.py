@@ -7,7 +7,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from softrank.errors import InputError
+from softrank.validated.errors import InputError
 from softrank.oracle import check_threshold, decide, profile, thresholds
 from softrank.oracle import reductions as red
 

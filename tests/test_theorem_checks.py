@@ -85,7 +85,7 @@ def test_tau_check_unresolved_for_wide_logit_balls():
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    from softrank.replay.store import RecordWriter, write_index
+    from softrank.fastpath.writer import RecordWriter, write_index
 
     folder = tmp_path_factory.mktemp("store")
     for i in range(2):

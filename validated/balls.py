@@ -11,7 +11,7 @@ from fractions import Fraction
 
 from flint import arb
 
-from softrank.errors import InputError
+from softrank.validated.errors import InputError
 
 
 def arb_from_binary64(x: float, where: str = "", field: str = "") -> arb:

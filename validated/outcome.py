@@ -1,4 +1,4 @@
-"""Three-valued outcomes of a check, and the rejection types that name the failed lemma.
+"""Three-valued outcomes of a check, each naming the lemma (proof file) it rests on.
 
 ``PROVED``: the inequality holds for the exact operator (under the listed assumptions).
 ``REFUTED``: its negation holds, certainly.  ``UNRESOLVED``: neither could be certified; this is
@@ -31,17 +31,3 @@ class Check:
     @property
     def proved(self) -> bool:
         return self.outcome is Outcome.PROVED
-
-
-class Rejection(Exception):
-    """Base of the per-lemma rejection types (a well-formed certificate that is not accepted)."""
-
-    lemma = ""
-
-
-class UpperWitnessRejected(Rejection):
-    lemma = "proofs/lemma_U_upper_witness.md"
-
-
-class UnknownCertificateKind(Rejection):
-    lemma = "docs/record-format.md (certificate kinds)"

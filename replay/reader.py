@@ -1,122 +1,25 @@
-"""Record format (schema version 1) and stores: reading, validating and atomic writing.
+"""Reading a record folder: every field type-, shape-, range- and hash-checked.
 
-A *store* is a folder::
-
-    STORE/
-      index.csv                  one row per record (convenience; replay walks records/)
-      records/<record_id>/
-        record.json              the manifest (schema, provenance, operator, tolerances)
-        arrays/<name>.npy        every array, NumPy .npy (little-endian float64 or int64)
-
-Every array is referenced from the manifest as ``{"path", "dtype", "shape", "sha256"}`` where
-``sha256`` is the hex SHA-256 of the .npy file's bytes.  The reader re-hashes every file and
-rejects any mismatch.  The full field list is in ``docs/record-format.md``.
-
-Reading never trusts the producer: every field is type-, shape- and range-checked here, and a
-problem raises ``InputError`` naming the record and the field.  Writing is atomic: a record is
-assembled in a temporary folder next to its destination and moved into place with one rename.
+Reading never trusts the producer: a problem raises ``InputError`` naming the record and the
+field.  Every array file is re-hashed (SHA-256) against the manifest before it is parsed.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 import json
 import math
 import os
-import re
-import shutil
-import tempfile
-from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from softrank.errors import InputError
-
-SCHEMA = "softrank.record"
-SCHEMA_VERSIONS_READ = (1,)
-SCHEMA_VERSION_WRITTEN = 1
-RECORD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-VERDICTS = ("feasible", "impossible", "unresolved")
-STOCHASTIC_ROW_TOL = 1e-6  # producer's A_hat rows must sum to 1 within this (float64 check)
-
-
-# ----------------------------------------------------------------------------------------------
-# In-memory form
-# ----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class UpperWitness:
-    """Factors of a claimed witness ``B = X Y^T`` with ``rank(B) <= rank``."""
-
-    rank: int
-    X: np.ndarray  # (m, rank) float64
-    Y: np.ndarray  # (N, rank) float64
-    construction: str = ""
-
-
-@dataclass
-class LowerCertificate:
-    """A claimed lower certificate: ``r_eps(A) >= lower``, of a registered ``kind``.
-
-    ``data`` holds the kind's own fields (arrays already loaded and hash-checked); the kind's
-    checker validates their meaning.  Kinds: see ``docs/record-format.md``.
-    """
-
-    kind: str
-    lower: int
-    data: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Tolerance:
-    eps: Fraction  # exact value (a binary64 number, or a rational written "p/q")
-    eps_text: str  # as written in the record
-    upper: UpperWitness | None
-    lower: list[LowerCertificate]
-    float64_lower: int | None
-    float64_upper: int | None
-    float64_verdicts: dict[int, str]
-
-
-@dataclass
-class Record:
-    record_id: str
-    path: Path
-    schema_version: int
-    provenance: dict[str, Any]
-    form: str  # "logits" or "qk"
-    logits: np.ndarray | None
-    queries: np.ndarray | None
-    keys: np.ndarray | None
-    scale: float | None
-    bias: np.ndarray | None
-    a_hat: np.ndarray
-    tolerances: list[Tolerance]
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return tuple(self.a_hat.shape)  # type: ignore[return-value]
-
-    @property
-    def operator_assumption(self) -> str:
-        if self.form == "logits":
-            return "operator A = rowsoftmax(H) for the stored binary64 logits H, read as exact reals"
-        bias = " + bias" if self.bias is not None else ""
-        return (
-            "operator A = rowsoftmax(scale * Q K^T" + bias + ") for the stored binary64 "
-            "queries, keys, scale" + (", bias" if bias else "") + ", read as exact reals"
-        )
-
-
-# ----------------------------------------------------------------------------------------------
-# Reading
-# ----------------------------------------------------------------------------------------------
+from softrank.replay.record import (RECORD_ID_RE, SCHEMA, SCHEMA_VERSIONS_READ, STOCHASTIC_ROW_TOL, VERDICTS,
+                                    LowerCertificate, Record, Tolerance, UpperWitness)
+from softrank.validated.errors import InputError
 
 
 class _Reader:
@@ -358,168 +261,3 @@ def list_records(store: str | os.PathLike) -> list[Path]:
     if not root.is_dir():
         raise InputError(str(store), "records", "not a SoftRank store (no records/ folder)")
     return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-
-
-# ----------------------------------------------------------------------------------------------
-# Writing
-# ----------------------------------------------------------------------------------------------
-
-
-class RecordWriter:
-    """Assembles one record; ``commit()`` moves it into the store atomically.
-
-    Usage::
-
-        w = RecordWriter(store, "minilm-L0-H3-src7", provenance={...})
-        w.set_logits(H)              # or w.set_qk(Q, K, scale, bias=None)
-        w.set_a_hat(A_hat)
-        w.add_tolerance(0.25, upper=(X, Y, "tsvd"), lower=[...], float64={...})
-        w.commit()
-    """
-
-    def __init__(self, store: str | os.PathLike, record_id: str, provenance: dict[str, Any]):
-        if not RECORD_ID_RE.match(record_id):
-            raise ValueError(f"invalid record id {record_id!r}")
-        self.store = Path(store)
-        self.record_id = record_id
-        (self.store / "records").mkdir(parents=True, exist_ok=True)
-        self._tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{record_id}-", dir=self.store / "records"))
-        (self._tmp / "arrays").mkdir()
-        self.doc: dict[str, Any] = {
-            "schema": SCHEMA,
-            "schema_version": SCHEMA_VERSION_WRITTEN,
-            "record_id": record_id,
-            "provenance": provenance,
-            "operator": None,
-            "a_hat": None,
-            "tolerances": [],
-        }
-        self._names: set[str] = set()
-
-    @classmethod
-    def from_record(cls, store: str | os.PathLike, record: Record, provenance_update: dict | None = None) -> "RecordWriter":
-        """A writer that re-creates ``record`` (provenance, operator, a_hat) with no tolerances,
-        e.g. to write a bracketed version of an extracted record."""
-        prov = dict(record.provenance)
-        prov.update(provenance_update or {})
-        w = cls(store, record.record_id, prov)
-        if record.form == "logits":
-            w.set_logits(record.logits)
-        else:
-            w.set_qk(record.queries, record.keys, record.scale, record.bias)
-        w.set_a_hat(record.a_hat)
-        return w
-
-    def array(self, name: str, arr: np.ndarray, dtype: str = "float64") -> dict[str, Any]:
-        """Write ``arrays/<name>.npy`` and return its manifest reference."""
-        if name in self._names:
-            raise ValueError(f"array name {name!r} used twice")
-        self._names.add(name)
-        arr = np.ascontiguousarray(np.asarray(arr, dtype=np.dtype(dtype).newbyteorder("<")))
-        buf = io.BytesIO()
-        np.save(buf, arr, allow_pickle=False)
-        raw = buf.getvalue()
-        rel = f"arrays/{name}.npy"
-        with open(self._tmp / rel, "wb") as fh:
-            fh.write(raw)
-            fh.flush()
-            os.fsync(fh.fileno())
-        return {"path": rel, "dtype": dtype, "shape": list(arr.shape), "sha256": hashlib.sha256(raw).hexdigest()}
-
-    def set_logits(self, logits: np.ndarray) -> None:
-        self.doc["operator"] = {"form": "logits", "logits": self.array("logits", logits)}
-
-    def set_qk(self, queries, keys, scale: float, bias=None) -> None:
-        op = {"form": "qk", "queries": self.array("queries", queries), "keys": self.array("keys", keys),
-              "scale": float(scale), "bias": None if bias is None else self.array("bias", bias)}
-        self.doc["operator"] = op
-
-    def set_a_hat(self, a_hat: np.ndarray) -> None:
-        self.doc["a_hat"] = self.array("a_hat", a_hat)
-
-    def add_tolerance(self, eps, upper=None, lower=None, float64=None) -> None:
-        """``upper``: (X, Y, construction) or None. ``lower``: list of dicts
-        ``{"kind", "lower", **fields}`` whose numpy-array fields are written as arrays.
-        ``float64``: ``{"lower", "upper", "verdicts": {budget: verdict}}``."""
-        t = len(self.doc["tolerances"])
-        entry: dict[str, Any] = {"eps": eps if isinstance(eps, (str, float)) else float(eps)}
-        if upper is not None:
-            X, Y, construction = upper
-            X = np.asarray(X, dtype=np.float64)
-            entry["upper"] = {"rank": int(X.shape[1]), "X": self.array(f"t{t}_upper_X", X),
-                              "Y": self.array(f"t{t}_upper_Y", Y), "construction": construction}
-        else:
-            entry["upper"] = None
-        certs = []
-        for c, cert in enumerate(lower or []):
-            out = {}
-            for key, value in cert.items():
-                if isinstance(value, np.ndarray):
-                    dtype = "int64" if value.dtype.kind in "iu" else "float64"
-                    out[key] = self.array(f"t{t}_lower{c}_{key}", value, dtype=dtype)
-                else:
-                    out[key] = value
-            certs.append(out)
-        entry["lower"] = certs
-        entry["float64"] = _jsonable(float64 or {})
-        self.doc["tolerances"].append(entry)
-
-    def commit(self) -> Path:
-        if self.doc["operator"] is None or self.doc["a_hat"] is None:
-            raise ValueError("record needs an operator and a_hat before commit")
-        with open(self._tmp / "record.json", "w", encoding="utf-8") as fh:
-            json.dump(_jsonable(self.doc), fh, indent=1, allow_nan=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        final = self.store / "records" / self.record_id
-        if final.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f".old-{self.record_id}-", dir=self.store / "records"))
-            os.rename(final, trash / "old")
-            os.rename(self._tmp, final)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            os.rename(self._tmp, final)
-        return final
-
-    def abort(self) -> None:
-        shutil.rmtree(self._tmp, ignore_errors=True)
-
-
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        return float(obj)
-    if isinstance(obj, Fraction):
-        return f"{obj.numerator}/{obj.denominator}"
-    return obj
-
-
-def write_index(store: str | os.PathLike) -> Path:
-    """(Re)write ``index.csv`` atomically from the record manifests (no array is loaded)."""
-    store = Path(store)
-    rows = []
-    for folder in list_records(store):
-        try:
-            doc = json.loads((folder / "record.json").read_text(encoding="utf-8"))
-            prov = doc.get("provenance", {})
-            shape = (doc.get("a_hat") or {}).get("shape", [None, None])
-            rows.append({"record_id": doc.get("record_id", folder.name), "model": prov.get("model", ""),
-                         "family": prov.get("family", ""), "layer": prov.get("layer", ""),
-                         "head": prov.get("head", ""), "m": shape[0], "N": shape[1],
-                         "form": (doc.get("operator") or {}).get("form", ""),
-                         "tolerances": len(doc.get("tolerances", []))})
-        except (OSError, ValueError, AttributeError, TypeError):
-            rows.append({"record_id": folder.name, "model": "(unreadable)"})
-    fields = ["record_id", "model", "family", "layer", "head", "m", "N", "form", "tolerances"]
-    fd, tmp = tempfile.mkstemp(prefix=".index-", suffix=".csv", dir=store)
-    with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=fields)
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, store / "index.csv")
-    return store / "index.csv"

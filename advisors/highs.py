@@ -4,38 +4,54 @@ Nothing HiGHS computes is used as a number: only its basis (which rows are activ
 columns are non-basic at zero).  The basis system is solved in rationals (FLINT ``fmpq_mat``) and
 the caller (``softrank.exact.lp.solve``) checks the resulting certificate exactly.
 
-HiGHS is reached through SciPy's bundled binding (``scipy.optimize._highspy._core``), else the
-``highspy`` package; if neither is importable this returns ``None`` and the exact simplex runs.
+HiGHS is reached through the public ``highspy`` package; if it is not importable this returns
+``None`` and the exact simplex runs.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from fractions import Fraction
 
 import numpy as np
 from flint import fmpq, fmpq_mat
 
-from softrank.exact.lp import LP, LPResult
+from softrank.advisors import Proposal
 
-try:  # SciPy >= 1.15 bundles the HiGHS binding (no banner on stdout)
-    from scipy.optimize._highspy import _core as _hs
+try:
+    import highspy as _hs
+except ImportError:  # pragma: no cover - highspy is a declared dependency; without it the simplex runs
+    _hs = None
 
-    _Highs = _hs._Highs
-except Exception:  # pragma: no cover - depends on the SciPy build
+_silenced = False
+
+
+def _new_highs():
+    """A ``highspy.Highs`` instance; the first one in a process prints HiGHS's banner on the C-level
+    stdout before any option can be set, so that one construction runs with fd 1 on /dev/null."""
+    global _silenced
+    if _silenced:
+        return _hs.Highs()
+    sys.stdout.flush()
+    saved = os.dup(1)
     try:
-        import highspy as _hs
-
-        _Highs = _hs.Highs
-    except Exception:
-        _hs = None
-        _Highs = None
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+            try:
+                return _hs.Highs()
+            finally:
+                os.dup2(saved, 1)
+                _silenced = True
+    finally:
+        os.close(saved)
 
 
 def available() -> bool:
-    return _Highs is not None
+    return _hs is not None
 
 
-def _float_solve(lp: LP):
+def _float_solve(lp):
     """Run HiGHS in binary64; return (status_is_optimal, col_status, row_status) or None."""
     n, p, q = lp.n, len(lp.A_ub), len(lp.A_eq)
     inf = _hs.kHighsInf
@@ -61,7 +77,7 @@ def _float_solve(lp: LP):
     model.a_matrix_.start_ = np.array(start, dtype=np.int32)
     model.a_matrix_.index_ = np.array(index, dtype=np.int32)
     model.a_matrix_.value_ = np.array(value, dtype=float)
-    h = _Highs()
+    h = _new_highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("solver", "simplex")
     h.passModel(model)
@@ -78,9 +94,9 @@ def _float_solve(lp: LP):
     return col_basic, row_basic
 
 
-def solve_via_basis(lp: LP) -> LPResult | None:
+def solve_via_basis(lp) -> Proposal | None:
     """A candidate optimal certificate from HiGHS's basis, solved exactly; ``None`` if none."""
-    if _Highs is None or lp.n == 0:
+    if _hs is None or lp.n == 0:
         return None
     try:
         out = _float_solve(lp)
@@ -122,4 +138,4 @@ def solve_via_basis(lp: LP) -> LPResult | None:
         else:
             z[i - p] = lamf[t]
     value = sum((a * v for a, v in zip(lp.c, x)), Fraction(0))
-    return LPResult("optimal", x=x, y=y, z=z, value=value, route="highs-basis")
+    return Proposal("optimal", x=x, y=y, z=z, value=value, route="highs-basis")

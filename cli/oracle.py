@@ -13,7 +13,7 @@ import re
 from fractions import Fraction
 from pathlib import Path
 
-from softrank.errors import InputError
+from softrank.validated.errors import InputError
 
 
 def configure(parser) -> None:

@@ -22,7 +22,7 @@ from fractions import Fraction
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from softrank.replay.bench_upper import _interleaved_medians
+from softrank.cli.bench.upper import _interleaved_medians
 from softrank.validated.contractive_decoder import check_contractive_decoder
 from softrank.validated.frobenius_tail import check_frobenius_tail
 from softrank.validated.projected_tail import check_projected_tail

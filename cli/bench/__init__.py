@@ -9,10 +9,10 @@ from __future__ import annotations
 import importlib
 
 BENCHMARKS: dict[str, tuple[str, str]] = {
-    "replay": ("softrank.replay.bench_upper:main", "validated vs float64 time for upper witnesses"),
-    "lower": ("softrank.replay.bench_lower:main", "validated vs float64 time for lower certificates"),
-    "oracle": ("softrank.oracle.bench:main", "exact oracle: 3x3 profile and 6x6 rank-1 decision"),
-    "bracket": ("softrank.fastpath.bench_bracket:main", "bracket throughput and time share per construction"),
+    "replay": ("softrank.cli.bench.upper:main", "validated vs float64 time for upper witnesses"),
+    "lower": ("softrank.cli.bench.lower:main", "validated vs float64 time for lower certificates"),
+    "oracle": ("softrank.cli.bench.oracle:main", "exact oracle: 3x3 profile and 6x6 rank-1 decision"),
+    "bracket": ("softrank.cli.bench.bracket:main", "bracket throughput and time share per construction"),
 }
 
 

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from softrank.errors import InputError
+from softrank.validated.errors import InputError
 
 VERDICTS = ("feasible", "impossible", "unresolved")
 FROM = VERDICTS + ("none",)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from softrank.errors import InputError
+from softrank.validated.errors import InputError
 
 
 def configure(parser) -> None:
@@ -48,7 +48,7 @@ def run_bracket(store, out=None, eps_list=(0.15, 0.25, 0.35), jobs: int = 2, mod
                 progress: bool = True, label: str = "bracket") -> list[dict]:
     """Bracket a store with a rich progress bar; returns the summary rows."""
     from softrank.fastpath.bracket import bracket_store
-    from softrank.replay.store import list_records
+    from softrank.replay.reader import list_records
 
     total = len(list_records(store))  # raises InputError if STORE is not a store
     if not progress or total == 0:

@@ -13,7 +13,7 @@ from fractions import Fraction
 
 from flint import fmpq, fmpq_mat
 
-from softrank.exact.lp import LP, LPResult
+from softrank.advisors import Proposal
 
 
 def _q(a: Fraction) -> fmpq:
@@ -24,15 +24,15 @@ def _f(a: fmpq) -> Fraction:
     return Fraction(int(a.p), int(a.q))
 
 
-def solve(lp: LP) -> LPResult:
+def solve(lp) -> Proposal:
     n, p, q = lp.n, len(lp.A_ub), len(lp.A_eq)
     R = p + q
     zero = fmpq(0)
     if R == 0:
         x = [Fraction(0)] * n
         if all(c == 0 for c in lp.c):
-            return LPResult("optimal", x=x, y=[], z=[], value=Fraction(0), route="exact-simplex")
-        return LPResult("unbounded", x=x, ray=[-c for c in lp.c], route="exact-simplex")
+            return Proposal("optimal", x=x, y=[], z=[], value=Fraction(0), route="exact-simplex")
+        return Proposal("unbounded", x=x, ray=[-c for c in lp.c], route="exact-simplex")
 
     rows = [(r, b) for r, b in zip(lp.A_ub, lp.b_ub)] + [(r, b) for r, b in zip(lp.A_eq, lp.b_eq)]
     rho = [1 if b >= 0 else -1 for _, b in rows]
@@ -122,7 +122,7 @@ def solve(lp: LP) -> LPResult:
     run(obj, [True] * C)
     if -obj[C] > 0:
         pi = duals(cost1)
-        return LPResult("infeasible", y=[-v for v in pi[:p]], z=[-v for v in pi[p:]], route="exact-simplex")
+        return Proposal("infeasible", y=[-v for v in pi[:p]], z=[-v for v in pi[p:]], route="exact-simplex")
     # drive artificial variables out of the basis where possible (their value is 0)
     for r in range(R):
         if is_art[basis[r]]:
@@ -144,9 +144,9 @@ def solve(lp: LP) -> LPResult:
         for r in range(R):
             D[basis[r]] = -T[r][e]
         ray = [_f(D[j] - D[n + j]) for j in range(n)]
-        return LPResult("unbounded", x=x, ray=ray, route="exact-simplex")
+        return Proposal("unbounded", x=x, ray=ray, route="exact-simplex")
     pi = duals(cost2)
     value = sum((c * v for c, v in zip(lp.c, x)), Fraction(0))
-    return LPResult(
+    return Proposal(
         "optimal", x=x, y=[-v for v in pi[:p]], z=[-v for v in pi[p:]], value=value, route="exact-simplex"
     )

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from softrank.replay.engine import replay_store
-from softrank.replay.store import RecordWriter, write_index
+from softrank.cli.replay import replay_store
+from softrank.fastpath.writer import RecordWriter, write_index
 
 DEMO_EPS = (0.15, 0.25, 0.35)
 

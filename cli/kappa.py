@@ -22,7 +22,7 @@ import json
 import statistics
 import time
 
-from softrank.errors import InputError
+from softrank.validated.errors import InputError
 
 
 def configure(parser) -> None:

@@ -20,7 +20,7 @@ import statistics
 import time
 from pathlib import Path
 
-from softrank.errors import InputError
+from softrank.validated.errors import InputError
 
 MODELS = ("minilm", "smollm2")
 
@@ -41,17 +41,17 @@ def configure(parser) -> None:
 
 def _extraction_api():
     try:
-        from softrank.fastpath.cli_extract import extract_to_store
+        from softrank.cli.extract import extract_to_store
     except ImportError as err:  # the extraction half of the fast path is missing
         raise InputError("softrank run", "extraction",
-                         f"the extraction API softrank.fastpath.cli_extract.extract_to_store is not available ({err})")
+                         f"the extraction API softrank.cli.extract.extract_to_store is not available ({err})")
     return extract_to_store
 
 
 def run(args) -> int:
     from rich.console import Console
 
-    from softrank.fastpath.cli_bracket import parse_eps, run_bracket
+    from softrank.cli.bracket import parse_eps, run_bracket
 
     if args.jobs < 1:
         raise InputError("arguments", "jobs", f"must be a positive integer, got {args.jobs}")
@@ -97,7 +97,7 @@ def run(args) -> int:
 
     # 3. validated replay
     t0 = time.perf_counter()
-    from softrank.replay.engine import replay_store
+    from softrank.cli.replay import replay_store
 
     replay_dir = out / "replay"
     summary = _replay(replay_store, store, replay_dir, args.jobs, progress)

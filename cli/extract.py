@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from softrank.errors import InputError
+from softrank.validated.errors import InputError
 
 # Defaults per named model: the panel of issue 3 (>= 64 MiniLM operators at 256 x 256,
 # >= 54 SmolLM2 operators as N = 128 common-prefix blocks of a 256-token pass).
@@ -167,7 +167,7 @@ def extract_to_store(model, store, **options) -> list[str]:
 
 
 def _extract(lm, store, plan, opts) -> list[str]:
-    from softrank.replay.store import write_index
+    from softrank.fastpath.writer import write_index
 
     Path(store).mkdir(parents=True, exist_ok=True)
     ids: list[str] = []

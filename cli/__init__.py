@@ -4,7 +4,7 @@ One table maps each subcommand to the module that implements it.  A module expos
 ``configure(parser)`` (adds its arguments) and ``run(args) -> int`` (the exit code).  Modules are
 imported only when their subcommand runs, so ``softrank replay`` never imports torch.
 
-Malformed input raises ``softrank.errors.InputError``; it is printed as one line on stderr and the
+Malformed input raises ``softrank.validated.errors.InputError``; it is printed as one line on stderr and the
 exit code is 2, with no traceback.
 """
 
@@ -14,21 +14,21 @@ import argparse
 import importlib
 import sys
 
-from softrank.errors import InputError
+from softrank.validated.errors import InputError
 
 # subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("softrank.fastpath.cli_run", "main job: extract from the real models, bracket, replay, summarise"),
-    "extract": ("softrank.fastpath.cli_extract", "capture attention operators from a model into a store"),
-    "bracket": ("softrank.fastpath.cli_bracket", "float64 witnesses and lower certificates for a store"),
-    "demo": ("softrank.fastpath.cli_demo", "build a small demonstration store (no models needed)"),
-    "replay": ("softrank.replay.cli", "validated replay of every certificate in a store"),
-    "regress": ("softrank.replay.cli_regress", "float64 versus validated verdict transitions for a replay table"),
-    "oracle": ("softrank.oracle.cli", "exact decision of a small rational cell"),
-    "families": ("softrank.oracle.cli_families", "exact closure of the gauge and grid families"),
-    "theorem": ("softrank.fastpath.cli_theorem", "sanity checks of the theory's inequalities and invariances"),
-    "kappa": ("softrank.fastpath.cli_kappa", "brackets for the intrinsic size kappa on a store"),
-    "bench": ("softrank.bench", "benchmarks (ratios measured in one run)"),
+    "run": ("softrank.cli.run", "main job: extract from the real models, bracket, replay, summarise"),
+    "extract": ("softrank.cli.extract", "capture attention operators from a model into a store"),
+    "bracket": ("softrank.cli.bracket", "float64 witnesses and lower certificates for a store"),
+    "demo": ("softrank.cli.demo", "build a small demonstration store (no models needed)"),
+    "replay": ("softrank.cli.replay", "validated replay of every certificate in a store"),
+    "regress": ("softrank.cli.regress", "float64 versus validated verdict transitions for a replay table"),
+    "oracle": ("softrank.cli.oracle", "exact decision of a small rational cell"),
+    "families": ("softrank.cli.families", "exact closure of the gauge and grid families"),
+    "theorem": ("softrank.cli.theorem", "sanity checks of the theory's inequalities and invariances"),
+    "kappa": ("softrank.cli.kappa", "brackets for the intrinsic size kappa on a store"),
+    "bench": ("softrank.cli.bench", "benchmarks (ratios measured in one run)"),
 }
 
 

@@ -37,7 +37,7 @@ def attention_like(n: int, rng: np.random.Generator):
 
 
 def make_store(path: Path, n: int, count: int, seed: int) -> None:
-    from softrank.replay.store import RecordWriter
+    from softrank.fastpath.writer import RecordWriter
 
     rng = np.random.default_rng(seed)
     for i in range(count):
@@ -51,7 +51,7 @@ def make_store(path: Path, n: int, count: int, seed: int) -> None:
 def _real_store(path: Path, model: str, n: int, count: int) -> bool:
     """Extract ``count`` operators of width n from a real model into ``path`` (not timed)."""
     try:
-        from softrank.fastpath.cli_extract import extract_to_store
+        from softrank.cli.extract import extract_to_store
     except ImportError:
         return False
     opts = {"max_operators": count, "device": "cpu", "progress": False, "sources": 2}

@@ -1,0 +1,26 @@
+"""Untrusted advisors the trusted core consults.
+
+Each advisor proposes an answer to a linear program (a basis from float64 HiGHS, a certificate
+from an exact rational simplex).  A proposal is never used as a result: ``softrank.exact.lp``
+re-checks it in rationals (``check_result``) and accepts only what checks.  Advisors import
+nothing from the trusted core; they read an LP through its fields ``c, A_ub, b_ub, A_eq, b_eq``
+(lists of ``Fraction``) and answer with a :class:`Proposal`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+
+@dataclass
+class Proposal:
+    """A candidate LP answer; every field is unverified until the core checks it."""
+
+    status: str  # "optimal" | "infeasible" | "unbounded"
+    x: list[Fraction] | None = None
+    y: list[Fraction] | None = None
+    z: list[Fraction] | None = None
+    ray: list[Fraction] | None = None
+    value: Fraction | None = None
+    route: str = ""

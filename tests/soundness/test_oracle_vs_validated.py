@@ -16,7 +16,7 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 
-from lower_helpers import exact_enclosure, float64_frobenius_lower, float64_projected
+from helpers import exact_enclosure, float64_frobenius_lower, float64_projected
 from softrank.oracle import profile
 from softrank.validated.contractive_decoder import check_contractive_decoder
 from softrank.validated.frobenius_tail import check_frobenius_tail

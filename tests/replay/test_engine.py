@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from lower_helpers import (
+from helpers import (
     block_decoder,
     block_logits,
     block_rank_is_exact,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from flint import arb_mat
 
-from lower_helpers import rowsoftmax_float, softmax_enclosure_of
+from helpers import rowsoftmax_float, softmax_enclosure_of
 from softrank.validated.balls import lower_fraction, upper_fraction
 from softrank.validated.binary64_norms import frobenius_upper
 from softrank.validated.contractive_decoder import decoder_sum_arb, decoder_sum_binary64

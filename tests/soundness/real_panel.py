@@ -9,10 +9,10 @@
 
 Usage::
 
-    .venv/bin/python tests/lower_panel.py OUT [--minilm 64] [--smollm2 54] [--eps 0.1,0.25] [--jobs 1]
+    .venv/bin/python tests/real_panel.py OUT [--minilm 64] [--smollm2 54] [--eps 0.1,0.25] [--jobs 1]
 
 Prints the share of (record, eps) whose validated lower end equals the float64 lower end.
-Not a test module (pytest collects test_*.py only); tests/test_lower_panel.py runs a small one.
+Not a test module (pytest collects test_*.py only); tests/test_real_panel.py runs a small one.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from flint import arb_mat
 
-from lower_helpers import exact_svd_matrix, fmpq_mat_to_float
+from helpers import exact_svd_matrix, fmpq_mat_to_float
 from softrank.validated.binary64_norms import U, frobenius_upper
 from softrank.validated.singular_values import (
     svd_bounds_arb,

@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from lower_helpers import (
+from helpers import (
     block_decoder,
     block_logits,
     block_rank_is_exact,

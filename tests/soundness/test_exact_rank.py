@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from lower_helpers import (
+from helpers import (
     block_decoder,
     block_logits,
     block_rank_is_exact,
@@ -127,7 +127,7 @@ def test_random_small_matrices_against_the_exact_oracle(shape):
     the oracle and the checkers (zero-radius enclosure): validated L <= exact r <= validated U."""
     from itertools import combinations
 
-    from lower_helpers import exact_enclosure
+    from helpers import exact_enclosure
 
     profile = _oracle_profile()
     m, n = shape

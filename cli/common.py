@@ -1,0 +1,83 @@
+"""What every front end shares: one parser for tolerances, integer lists (ranks, layers, budgets)
+and counts, and one progress style (a rich bar on stderr, or nothing).
+
+Each parser raises ``InputError("arguments", FIELD, ...)`` on bad input, which the command line
+prints as one line with exit code 2.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+from softrank.validated.errors import InputError
+
+MAX_LIST = 100_000  # longest integer list accepted (a span "0-10**9" is refused, not expanded)
+
+
+def parse_eps_list(text: str, field: str = "eps") -> list[float]:
+    """``"0.15,0.25"`` -> sorted distinct floats, each strictly inside (0, 1)."""
+    out = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            e = float(part)
+        except ValueError:
+            raise InputError("arguments", field, f"not a number: {part!r}") from None
+        if not 0 < e < 1:
+            raise InputError("arguments", field, f"eps must lie in (0, 1), got {part}")
+        out.append(e)
+    if not out:
+        raise InputError("arguments", field, "no tolerance given")
+    return sorted(set(out))
+
+
+def parse_int_list(text: str | None, field: str, minimum: int | None = 0) -> list[int] | None:
+    """``"0,2,4-6"`` -> [0, 2, 4, 5, 6] (``None`` stays ``None``); every value >= ``minimum``."""
+    if text is None:
+        return None
+    out: list[int] = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        span = re.fullmatch(r"(\d{1,9})\s*-\s*(\d{1,9})", part)
+        if span:
+            lo, hi = int(span.group(1)), int(span.group(2))
+            if hi - lo >= MAX_LIST:
+                raise InputError("arguments", field, f"span {part!r} longer than {MAX_LIST}")
+            out.extend(range(lo, hi + 1))
+        elif re.fullmatch(r"-?\d{1,18}", part):
+            out.append(int(part))
+        else:
+            raise InputError("arguments", field, f"not an integer list: {text!r}")
+    if not out:
+        raise InputError("arguments", field, f"empty list: {text!r}")
+    if minimum is not None and min(out) < minimum:
+        raise InputError("arguments", field, f"values must be integers >= {minimum}, got {text!r}")
+    return out
+
+
+def check_count(value: int | None, field: str, minimum: int = 1) -> int | None:
+    """A count argument (``--jobs``, ``--repeats``, ``--size``): an integer >= ``minimum``."""
+    if value is not None and value < minimum:
+        raise InputError("arguments", field, f"must be an integer >= {minimum}, got {value}")
+    return value
+
+
+@contextmanager
+def progress(on: bool, total: int, label: str) -> Iterator[Callable[[int], None]]:
+    """``with progress(on, total, label) as update: update(done)``; a rich bar on stderr, or nothing."""
+    if not on or total <= 0:
+        yield lambda done: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=False) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda done: bar.update(task, completed=done)

@@ -14,8 +14,8 @@ Certificates (proofs/exact_lp_verification.md):
 Route: float64 HiGHS gives a basis; the basis system is solved exactly (FLINT ``fmpq_mat``) and the
 candidate certificate is checked by the functions ``check_*`` below.  If anything fails, an exact
 rational simplex (``softrank.advisors.simplex``) solves the LP from scratch, and its certificate is
-checked by the same functions.  No LP result leaves this module unchecked.  (sympy's simplex is
-not used: sympy issue 28089.)
+checked by the same functions.  No LP result leaves this module unchecked.  Both routes are
+advisors (``softrank.advisors``): what they propose is accepted only through ``check_result``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ FLINT ``fmpq_mat``; ``eps`` a rational > 0.  See docs/oracle.md and proofs/oracl
 """
 
 from softrank.oracle.core import CertificateRejected, Profile, Verdict, decide, profile, thresholds
-from softrank.oracle.checks import check_threshold, recheck
+from softrank.oracle.checks import recheck
+from softrank.oracle.threshold_checks import check_threshold
 
 __all__ = ["decide", "profile", "thresholds", "recheck", "check_threshold", "Verdict", "Profile",
            "CertificateRejected"]

@@ -35,7 +35,7 @@ ZERO = Fraction(0)
 ONE = Fraction(1)
 
 
-def _q(x) -> Fraction:
+def as_rational(x) -> Fraction:
     if isinstance(x, bool):
         raise ValueError("bool is not a rational")
     if isinstance(x, (int, Fraction)):
@@ -45,29 +45,29 @@ def _q(x) -> Fraction:
     raise ValueError(f"not a rational: {x!r}")
 
 
-def _vec(v, n=None) -> list[Fraction]:
-    out = [_q(x) for x in v]
+def as_vector(v, n=None) -> list[Fraction]:
+    out = [as_rational(x) for x in v]
     if n is not None and len(out) != n:
         raise ValueError("vector of the wrong length")
     return out
 
 
-def _mat(M, rows=None, cols=None) -> list[list[Fraction]]:
-    out = [_vec(r, cols) for r in M]
+def as_matrix(M, rows=None, cols=None) -> list[list[Fraction]]:
+    out = [as_vector(r, cols) for r in M]
     if rows is not None and len(out) != rows:
         raise ValueError("matrix with the wrong number of rows")
     return out
 
 
-def _l1(v) -> Fraction:
+def l1(v) -> Fraction:
     return sum((abs(x) for x in v), ZERO)
 
 
-def _dot(u, v) -> Fraction:
+def dot(u, v) -> Fraction:
     return sum((a * b for a, b in zip(u, v)), ZERO)
 
 
-def _simplex_distance(a) -> Fraction:
+def simplex_distance(a) -> Fraction:
     """min over probability vectors p of ||a - p||_1 = |P - 1| + Q (P, Q: positive, negative mass)."""
     P = sum((x for x in a if x > 0), ZERO)
     Q = -sum((x for x in a if x < 0), ZERO)
@@ -80,13 +80,13 @@ def check_witness(A, eps, k, klass, cert) -> bool:
     """B = X Y^T with X m x r, Y N x r, r <= k, ||A - B||_inf <= eps, and (stochastic) B >= 0 with
     unit row sums.  Proof: proofs/oracle_witness.md."""
     m, N = len(A), len(A[0])
-    X = _mat(cert["X"], rows=m)
-    Y = _mat(cert["Y"], rows=N)
+    X = as_matrix(cert["X"], rows=m)
+    Y = as_matrix(cert["Y"], rows=N)
     r = len(X[0]) if m else 0
     if any(len(row) != r for row in X) or any(len(row) != r for row in Y) or r > k:
         return False
-    B = [[_dot(X[i], Y[j]) for j in range(N)] for i in range(m)]
-    if any(_l1([a - b for a, b in zip(A[i], B[i])]) > eps for i in range(m)):
+    B = [[dot(X[i], Y[j]) for j in range(N)] for i in range(m)]
+    if any(l1([a - b for a, b in zip(A[i], B[i])]) > eps for i in range(m)):
         return False
     if klass == "stochastic":
         if any(b < 0 for row in B for b in row) or any(sum(row, ZERO) != 1 for row in B):
@@ -97,7 +97,7 @@ def check_witness(A, eps, k, klass, cert) -> bool:
 def check_row_norm(A, eps, cert) -> bool:
     """Row i with ||a_i||_1 > eps: the only rank-0 matrix, 0, is too far.  proofs/oracle_k0.md."""
     i = int(cert["row"])
-    return 0 <= i < len(A) and _l1(A[i]) > eps
+    return 0 <= i < len(A) and l1(A[i]) > eps
 
 
 def check_zero_not_stochastic(A, eps, cert) -> bool:
@@ -109,7 +109,7 @@ def check_row_simplex(A, eps, cert) -> bool:
     """Row i farther than eps (in l1) from every probability vector.
     proofs/oracle_stochastic_rows.md."""
     i = int(cert["row"])
-    return 0 <= i < len(A) and _simplex_distance(A[i]) > eps
+    return 0 <= i < len(A) and simplex_distance(A[i]) > eps
 
 
 def check_rank1_signed(A, eps, cert) -> bool:
@@ -119,15 +119,15 @@ def check_rank1_signed(A, eps, cert) -> bool:
     rows = [int(i) for i in cert["rows"]]
     if not rows or len(set(rows)) != len(rows) or any(not 0 <= i < m for i in rows):
         return False
-    if any(_l1(A[i]) <= eps for i in rows):  # every listed row must force x_i != 0
+    if any(l1(A[i]) <= eps for i in rows):  # every listed row must force x_i != 0
         return False
     i0 = rows[0]
     refuted = []
     for pat in cert["patterns"]:
         prow = [int(i) for i in pat["rows"]]
         signs = [int(s) for s in pat["signs"]]
-        lam = _mat(pat["lambda"], rows=len(prow), cols=N)
-        gam = _vec(pat["gamma"], len(prow))
+        lam = as_matrix(pat["lambda"], rows=len(prow), cols=N)
+        gam = as_vector(pat["gamma"], len(prow))
         if len(signs) != len(prow) or len(set(prow)) != len(prow) or not set(prow) <= set(rows):
             return False
         if any(s not in (1, -1) for s in signs):
@@ -143,7 +143,7 @@ def check_rank1_signed(A, eps, cert) -> bool:
             if sum((s * lrow[j] for s, lrow in zip(signs, lam)), ZERO) != 0:
                 return False
         # a_i . lambda_i - eps gamma_i >= 0 for every i, with a positive sum
-        gaps = [_dot(A[i], lrow) - eps * g for i, lrow, g in zip(prow, lam, gam)]
+        gaps = [dot(A[i], lrow) - eps * g for i, lrow, g in zip(prow, lam, gam)]
         if any(d < 0 for d in gaps) or sum(gaps, ZERO) <= 0:
             return False
         refuted.append(pmap)
@@ -162,7 +162,7 @@ def kernel_bound(A, j: int, y) -> tuple[Fraction, Fraction]:
     w_j = 1, ||A w||_inf * ||y||_1 >= g_j - sum_{l != j} |g_l|.  proofs/oracle_kN_minus_1.md."""
     N = len(A[0])
     g = [sum((A[i][l] * y[i] for i in range(len(A))), ZERO) for l in range(N)]
-    return g[j] - sum((abs(g[l]) for l in range(N) if l != j), ZERO), _l1(y)
+    return g[j] - sum((abs(g[l]) for l in range(N) if l != j), ZERO), l1(y)
 
 
 def check_kernel(A, eps, cert) -> bool:
@@ -173,7 +173,7 @@ def check_kernel(A, eps, cert) -> bool:
     if len(ys) != N:
         return False
     for j in range(N):
-        num, den = kernel_bound(A, j, _vec(ys[j], m))
+        num, den = kernel_bound(A, j, as_vector(ys[j], m))
         if not num > eps * den:
             return False
     return True
@@ -184,7 +184,7 @@ def cokernel_bound(A, signs, w) -> Fraction | None:
     orthant s with ||y||_1 = 1.  proofs/oracle_km_minus_1.md."""
     if any(abs(x) > 1 for x in w):
         return None
-    return min(s * _dot(row, w) for s, row in zip(signs, A))
+    return min(s * dot(row, w) for s, row in zip(signs, A))
 
 
 def _orthants_covered(m, entries) -> bool:
@@ -192,7 +192,7 @@ def _orthants_covered(m, entries) -> bool:
     return want <= {tuple(e) for e in entries}
 
 
-def _covered_orthant_bounds(A, orthants) -> list[Fraction] | None:
+def covered_orthant_bounds(A, orthants) -> list[Fraction] | None:
     """The cokernel bound of each orthant entry; None if an entry is malformed or has no bound,
     or the entries miss an orthant (s_0 = +1)."""
     m, N = len(A), len(A[0])
@@ -201,7 +201,7 @@ def _covered_orthant_bounds(A, orthants) -> list[Fraction] | None:
         signs = [int(s) for s in entry["signs"]]
         if len(signs) != m or any(s not in (1, -1) for s in signs):
             return None
-        b = cokernel_bound(A, signs, _vec(entry["w"], N))
+        b = cokernel_bound(A, signs, as_vector(entry["w"], N))
         if b is None:
             return None
         seen.append(signs)
@@ -212,7 +212,7 @@ def _covered_orthant_bounds(A, orthants) -> list[Fraction] | None:
 def check_cokernel(A, eps, cert) -> bool:
     """k = m - 1: for every orthant s (s_0 = +1) a w, ||w||_inf <= 1, with s_i (A w)_i > eps.
     proofs/oracle_km_minus_1.md."""
-    bounds = _covered_orthant_bounds(A, cert["orthants"])
+    bounds = covered_orthant_bounds(A, cert["orthants"])
     return bounds is not None and all(b > eps for b in bounds)
 
 
@@ -221,7 +221,7 @@ def rank1_stochastic_bound(A, lam) -> tuple[Fraction, Fraction]:
     vector v, max_i ||a_i - v||_1 * (second) >= (first).  proofs/oracle_k1_stochastic.md."""
     N = len(A[0])
     col = [sum((row[j] for row in lam), ZERO) for j in range(N)]
-    num = sum((_dot(a, l) for a, l in zip(A, lam)), ZERO) - max(col)
+    num = sum((dot(a, l) for a, l in zip(A, lam)), ZERO) - max(col)
     den = sum((max(abs(x) for x in l) for l in lam), ZERO)
     return num, den
 
@@ -229,7 +229,7 @@ def rank1_stochastic_bound(A, lam) -> tuple[Fraction, Fraction]:
 def check_rank1_stochastic(A, eps, cert) -> bool:
     """k = 1, stochastic: lambda with sum_i lambda_i.a_i - max_j Lambda_j > eps sum_i ||lambda_i||_inf.
     proofs/oracle_k1_stochastic.md."""
-    num, den = rank1_stochastic_bound(A, _mat(cert["lambda"], rows=len(A), cols=len(A[0])))
+    num, den = rank1_stochastic_bound(A, as_matrix(cert["lambda"], rows=len(A), cols=len(A[0])))
     return num > eps * den
 
 
@@ -257,7 +257,7 @@ def recheck(A, eps, k, klass, verdict, certificate) -> bool:
     if klass not in ("unrestricted", "stochastic") or not isinstance(certificate, dict):
         return False
     try:
-        eps = _q(eps)
+        eps = as_rational(eps)
         kind = certificate.get("kind")
         if verdict == "feasible":
             return kind == "witness" and check_witness(A, eps, int(k), klass, certificate)
@@ -277,81 +277,3 @@ def recheck(A, eps, k, klass, verdict, certificate) -> bool:
 
 
 # ---------------------------------------------------------------- thresholds
-
-def check_threshold(A, cert, k=None) -> bool:
-    """An exact threshold eps*_k = value: a primal point attaining it and dual bounds reaching it.
-
-    Kinds (and the k each speaks for): ``"norm"`` (k = 0: ||A||_inf), ``"zero"`` (k >= rank A,
-    shown by an exact factorisation A = X Y^T with at most k columns: 0), ``"kernel"``
-    (k = N - 1), ``"cokernel"`` (k = m - 1), ``"rank1-stochastic"`` (k = 1, stochastic),
-    ``"simplex-rows"`` (stochastic, k >= min(m, N)).  ``k`` defaults to ``cert["k"]``; without
-    either, the kind's own k is assumed (the ``"zero"`` kind then needs ``cert["k"]``).
-    Proofs: proofs/oracle_profile.md and the reduction files it cites.
-    """
-    try:
-        return _check_threshold(A, cert, k)
-    except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError):
-        return False
-
-
-def _check_threshold(A, cert, k) -> bool:
-    m, N = len(A), len(A[0])
-    t = _q(cert["value"])
-    kind = cert["kind"]
-    if k is None:
-        k = cert.get("k")
-    if k is not None:
-        k = int(k)
-        own = {"norm": 0, "kernel": N - 1, "cokernel": m - 1, "rank1-stochastic": 1}
-        if kind in own and k != own[kind]:
-            return False
-        if kind == "simplex-rows" and k < min(m, N):
-            return False
-    elif kind in ("zero", "simplex-rows"):
-        return False
-    if kind == "norm":
-        return t == max(_l1(r) for r in A)
-    if kind == "simplex-rows":
-        return t == max(_simplex_distance(r) for r in A)
-    if kind == "zero":  # B = A = X Y^T has rank <= (columns of X) <= k
-        X, Y = _mat(cert["X"], rows=m), _mat(cert["Y"], rows=N)
-        r = len(X[0])
-        if r > k or any(len(row) != r for row in X + Y):
-            return False
-        return t == 0 and all(_dot(X[i], Y[j]) == A[i][j] for i in range(m) for j in range(N))
-    if kind == "kernel":
-        j0 = int(cert["column"])
-        w = _vec(cert["w"], N)
-        if max(abs(x) for x in w) != 1 or abs(w[j0]) != 1:
-            return False
-        if max(abs(_dot(r, w)) for r in A) > t:
-            return False
-        if t <= 0:
-            return t == 0
-        ys = cert["y"]
-        if len(ys) != N:
-            return False
-        for j in range(N):
-            num, den = kernel_bound(A, j, _vec(ys[j], m))
-            if den == 0 or num < t * den:
-                return False
-        return True
-    if kind == "cokernel":
-        y = _vec(cert["y"], m)
-        if _l1(y) != 1:
-            return False
-        if sum((abs(sum((A[i][j] * y[i] for i in range(m)), ZERO)) for j in range(N)), ZERO) > t:
-            return False
-        bounds = _covered_orthant_bounds(A, cert["orthants"])
-        return bounds is not None and all(b >= t for b in bounds)
-    if kind == "rank1-stochastic":
-        v = _vec(cert["v"], N)
-        if any(x < 0 for x in v) or sum(v, ZERO) != 1:
-            return False
-        if max(_l1([a - b for a, b in zip(r, v)]) for r in A) > t:
-            return False
-        if t <= 0:
-            return t == 0
-        num, den = rank1_stochastic_bound(A, _mat(cert["lambda"], rows=m, cols=N))
-        return den > 0 and num >= t * den
-    return False

@@ -15,9 +15,11 @@ from fractions import Fraction
 
 from softrank.validated.errors import InputError
 from softrank.exact.rational import as_matrix, fmt, fmt_mat, parse_rational, rank, rank_factor
+from softrank.oracle import corank
 from softrank.oracle import reductions as red
 from softrank.oracle import witness as wit
-from softrank.oracle.checks import check_threshold, check_witness, recheck
+from softrank.oracle.checks import check_witness, recheck
+from softrank.oracle.threshold_checks import check_threshold
 
 CLASSES = ("unrestricted", "stochastic")
 
@@ -109,7 +111,7 @@ def _witness_arg(witness, A):
     return red.witness_from_matrix(as_matrix(witness, "witness", "B"), construction="given")
 
 
-class Context:
+class CellCache:
     """Per-cell cache of ranks and thresholds shared by decide() calls inside profile()."""
 
     def __init__(self, A, method="auto", prune=True):
@@ -125,9 +127,9 @@ class Context:
         if name not in self.thresholds:
             A, meth, st = self.A, self.method, self.stats
             if name == "kernel":
-                t = red.kernel_threshold(A, meth, st)
+                t = corank.kernel_threshold(A, meth, st)
             elif name == "cokernel":
-                t = red.cokernel_threshold(A, meth, st)
+                t = corank.cokernel_threshold(A, meth, st)
             elif name == "rank1-stochastic":
                 t = red.rank1_stochastic_threshold(A, meth, st)
             elif name == "norm":
@@ -154,7 +156,7 @@ class Context:
 
 
 def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method="auto", prune=True,
-           context: Context | None = None) -> Verdict:
+           cache: CellCache | None = None) -> Verdict:
     """Exact verdict for the cell (A, eps, k, klass), with a re-checked certificate.
 
     ``A``: list of rows of Fraction / int / "p/q" strings, or an ``fmpq_mat``.  ``eps`` > 0.
@@ -164,8 +166,7 @@ def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method
     ``prune``: depth-first pruning of sign patterns at k = 1 (unrestricted).
     """
     A, eps, k, klass = _cell(A, eps, k, klass)
-    ctx = context if context is not None and context.A == A else Context(A, method, prune)
-    m, N = ctx.m, ctx.N
+    cell = cache if cache is not None and cache.A == A else CellCache(A, method, prune)
 
     if witness is not None:
         cert = _witness_arg(witness, A)
@@ -173,19 +174,19 @@ def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method
             return _finish(A, eps, k, klass, "feasible", cert, "witness")
 
     if klass == "unrestricted":
-        if k >= ctx.rank:
+        if k >= cell.rank:
             return _finish(A, eps, k, klass, "feasible",
                            red.witness_from_matrix(A, construction="B = A"), "k>=rank")
         if k == 0:
             return _finish(A, eps, k, klass, *red.k0_unrestricted(A, eps), "k=0")
         if k == 1:
-            out = red.k1_unrestricted(A, eps, ctx.method, ctx.prune, ctx.stats)
+            out = red.k1_unrestricted(A, eps, cell.method, cell.prune, cell.stats)
             return _finish(A, eps, k, klass, *out, "k=1 unrestricted")
-        route = ctx.corank_route(k)
+        route = cell.corank_route(k)
         if route == "kernel":
-            return _finish(A, eps, k, klass, *red.kernel_decide(A, eps, ctx.threshold("kernel")), "k=N-1")
+            return _finish(A, eps, k, klass, *corank.kernel_decide(A, eps, cell.threshold("kernel")), "k=N-1")
         if route == "cokernel":
-            return _finish(A, eps, k, klass, *red.cokernel_decide(A, eps, ctx.threshold("cokernel")), "k=m-1")
+            return _finish(A, eps, k, klass, *corank.cokernel_decide(A, eps, cell.threshold("cokernel")), "k=m-1")
     else:
         status, out = red.stochastic_rows(A, eps)
         if status == "impossible":
@@ -197,16 +198,16 @@ def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method
         if k == 0:
             return _finish(A, eps, k, klass, "impossible", {"kind": "zero-not-stochastic"}, "k=0")
         if k == 1:
-            out = red.rank1_stochastic_decide(A, eps, ctx.threshold("rank1-stochastic"))
+            out = red.rank1_stochastic_decide(A, eps, cell.threshold("rank1-stochastic"))
             return _finish(A, eps, k, klass, *out, "k=1 stochastic")
         # fewer competitors: an unrestricted impossibility is a stochastic one
-        unres = decide(A, eps, k, "unrestricted", search=False, method=ctx.method, prune=ctx.prune, context=ctx)
+        unres = decide(A, eps, k, "unrestricted", search=False, method=cell.method, prune=cell.prune, cache=cell)
         if unres.verdict == "impossible":
             return _finish(A, eps, k, klass, "impossible", unres.certificate, unres.reduction,
                            note="an unrestricted impossibility implies the stochastic one (fewer competitors)")
 
     if search:
-        found = wit.search(A, eps, k, klass, ctx.method)
+        found = wit.search(A, eps, k, klass, cell.method)
         if found is not None:
             X, Y = found
             cert = red.witness_certificate(X, Y, construction="fixed row space (witness search)")
@@ -256,15 +257,15 @@ class Profile:
         return out
 
 
-def thresholds(A, klass="unrestricted", method="auto", context: Context | None = None):
+def thresholds(A, klass="unrestricted", method="auto", cache: CellCache | None = None):
     """Exact thresholds eps*_k (least eps at which rank k is feasible) where the oracle has them.
 
     Unrestricted: k = 0 (||A||_inf), k = N - 1 (kernel LPs), k = m - 1 (cokernel LPs), and
     0 for k >= rank A.  Stochastic: k = 1 (one LP) and, for k >= min(m, N), the largest row
     distance to the simplex.  Returns (dict k -> Fraction, dict k -> certificate)."""
     A = as_matrix(A)
-    ctx = context if context is not None and context.A == A else Context(A, method)
-    m, N, r = ctx.m, ctx.N, ctx.rank
+    cell = cache if cache is not None and cache.A == A else CellCache(A, method)
+    m, N, r = cell.m, cell.N, cell.rank
     vals, certs = {}, {}
 
     def put(k, cert):
@@ -276,7 +277,7 @@ def thresholds(A, klass="unrestricted", method="auto", context: Context | None =
 
     top = min(m, N)
     if klass == "unrestricted":
-        put(0, ctx.threshold("norm"))
+        put(0, cell.threshold("norm"))
         zero = None
         for k in range(1, top + 1):
             if k >= r:
@@ -285,13 +286,13 @@ def thresholds(A, klass="unrestricted", method="auto", context: Context | None =
                     zero = {"kind": "zero", "value": "0", "X": fmt_mat(X), "Y": fmt_mat(Y)}
                 put(k, zero)
             else:
-                route = ctx.corank_route(k)
+                route = cell.corank_route(k)
                 if route:
-                    put(k, ctx.threshold(route))
+                    put(k, cell.threshold(route))
     else:
-        put(1, ctx.threshold("rank1-stochastic"))
+        put(1, cell.threshold("rank1-stochastic"))
         if top >= 2:  # every stochastic B has rank <= min(m, N)
-            put(top, ctx.threshold("simplex-rows"))
+            put(top, cell.threshold("simplex-rows"))
     return vals, certs
 
 
@@ -302,13 +303,13 @@ def profile(A, eps, klass="unrestricted", *, method="auto", prune=True, search=T
     the largest k proved impossible below it.  Stochastic cells with a row farther than eps from
     the simplex have no competitor at all: lower = upper = rank = None and a note says so."""
     A, eps, _, klass = _cell(A, eps, 0, klass)
-    ctx = Context(A, method, prune)
-    vals, certs = thresholds(A, klass, method, ctx)
+    cell = CellCache(A, method, prune)
+    vals, certs = thresholds(A, klass, method, cell)
     decisions = []
-    top = ctx.rank if klass == "unrestricted" else min(ctx.m, ctx.N)
+    top = cell.rank if klass == "unrestricted" else min(cell.m, cell.N)
     upper = None
     for k in range(0, top + 1):
-        d = decide(A, eps, k, klass, search=search, method=method, prune=prune, context=ctx)
+        d = decide(A, eps, k, klass, search=search, method=method, prune=prune, cache=cell)
         decisions.append(d)
         if d.verdict == "feasible":
             upper = k

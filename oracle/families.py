@@ -1,4 +1,4 @@
-"""Exact closure of the two families of DESIGN section 6 (trusted; no floats in any proof step).
+"""Exact closure of the gauge and grid families (docs/families.md; no floats in any proof step).
 
 - ``close_gauge_family(beta, t)``: queries and keys at +-e1, +-e2, logit scale beta, shear S_t.
   Symbolic (sympy): every logit is independent of t; Gamma(t) = beta (1 + t^2) from the

@@ -1,4 +1,4 @@
-"""The exact reductions of DESIGN section 7: each builds exact LPs, solves them with
+"""The exact reductions of the oracle (docs/oracle.md, proofs/oracle_*.md): each builds exact LPs, solves them with
 ``softrank.exact.lp`` (checked certificates) and turns the LP certificates into the oracle's
 semantic certificates, which ``softrank.oracle.checks`` re-checks independently.
 
@@ -12,7 +12,7 @@ import itertools
 from fractions import Fraction
 
 from softrank.exact import lp as xlp
-from softrank.exact.rational import fmt, fmt_mat, fmt_vec, inf_norm, matvec, rank_factor, row_l1, transpose
+from softrank.exact.rational import fmt, fmt_mat, fmt_vec, inf_norm, rank_factor, row_l1
 
 ZERO = Fraction(0)
 ONE = Fraction(1)
@@ -151,171 +151,69 @@ def k1_unrestricted(A, eps, method="auto", prune=True, stats=None):
         )
     pred = _predicted_signs(A, I)
     refuted = []
-
-    def finish(signs, v, mu):
-        x = [ZERO] * m
-        for i, s in zip(I, signs):
-            if mu[i] <= 0:  # pragma: no cover - impossible by the proof; the re-check would catch it
-                raise ArithmeticError("mu_i <= 0 in a feasible signed system")
-            x[i] = Fraction(s) / mu[i]
-        return "feasible", witness_certificate(
-            [[xi] for xi in x], [[vj] for vj in v],
-            construction="B = x v^T, x_i = sigma_i / mu_i on non-free rows, 0 on free rows",
-            free_rows=[i for i in range(m) if i not in I], signs=dict(zip(map(str, I), signs)),
-        )
-
-    if prune:
-        # the predicted full pattern first: for a feasible cell this is usually one LP
-        guess = [1] + [pred[i] for i in I[1:]]
-        stats["lps"] += 1
-        ok, out = _signed_node(A, eps, I, guess, method)
-        if ok:
-            return finish(guess, *out)
-        refuted.append(out)
-
-        def dfs(signs):
-            depth = len(signs)
-            if signs == guess:
-                return None  # refuted above
-            stats["lps"] += 1
-            ok, out = _signed_node(A, eps, I[:depth], signs, method)
-            if not ok:
-                refuted.append(out)
-                return None
-            if depth == len(I):
-                return signs, out
-            i = I[depth]
-            for s in (pred[i], -pred[i]):
-                found = dfs(signs + [s])
-                if found:
-                    return found
-            return None
-
-        found = dfs([1])
-        if found:
-            signs, (v, mu) = found
-            return finish(signs, v, mu)
-    else:
-        for tail in itertools.product((1, -1), repeat=len(I) - 1):
-            signs = [1] + [t * pred[i] for t, i in zip(tail, I[1:])]
-            stats["lps"] += 1
-            ok, out = _signed_node(A, eps, I, signs, method)
-            if ok:
-                return finish(signs, *out)
-            refuted.append(out)
+    search = _k1_pruned if prune else _k1_exhaustive
+    found = search(A, eps, I, pred, method, stats, refuted)
+    if found:
+        signs, (v, mu) = found
+        return _k1_witness(m, I, signs, v, mu)
     return "impossible", {"kind": "rank1-signed", "rows": list(I), "patterns": refuted}
 
 
-# ---------------------------------------------------------------- k = N - 1
-
-def _kernel_lp(A, j):
-    """min tau  s.t.  w_j = 1, |w_l| <= 1, -tau <= (A w)_i <= tau   (w_j substituted)."""
-    m, N = len(A), len(A[0])
-    b = xlp.Builder()
-    b.var("tau")
-    for i in range(m):
-        coefs = {("w", l): A[i][l] for l in range(N) if l != j}
-        b.le({**coefs, "tau": -1}, -A[i][j], ("p", i))
-        b.le({**{k: -v for k, v in coefs.items()}, "tau": -1}, A[i][j], ("n", i))
-    for l in range(N):
-        if l != j:
-            b.le({("w", l): 1}, 1, ("u", l))
-            b.le({("w", l): -1}, 1, ("d", l))
-    b.minimise({"tau": 1})
-    return b
+def _k1_witness(m, I, signs, v, mu):
+    """B = x v^T with x_i = sigma_i / mu_i on the rows of I and 0 on the free rows."""
+    x = [ZERO] * m
+    for i, s in zip(I, signs):
+        if mu[i] <= 0:  # pragma: no cover - impossible by the proof; the re-check would catch it
+            raise ArithmeticError("mu_i <= 0 in a feasible signed system")
+        x[i] = Fraction(s) / mu[i]
+    return "feasible", witness_certificate(
+        [[xi] for xi in x], [[vj] for vj in v],
+        construction="B = x v^T, x_i = sigma_i / mu_i on non-free rows, 0 on free rows",
+        free_rows=[i for i in range(m) if i not in I], signs=dict(zip(map(str, I), signs)),
+    )
 
 
-def kernel_threshold(A, method="auto", stats=None):
-    """eps*_{N-1} = min_{||w||_inf = 1} ||A w||_inf, exactly, with its certificate (N LPs).
-    proofs/oracle_kN_minus_1.md."""
-    m, N = len(A), len(A[0])
-    best = None
-    ys = []
-    for j in range(N):
-        b = _kernel_lp(A, j)
-        res = xlp.solve(b.build(), method)
-        if stats is not None:
-            stats["lps"] = stats.get("lps", 0) + 1
-        if res.status != "optimal":  # pragma: no cover - feasible and bounded below by 0
-            raise xlp.LPVerificationError("kernel LP not optimal")
-        mult = b.ub_multipliers(res.y)
-        ys.append([mult[("p", i)] - mult[("n", i)] for i in range(m)])
-        w = [ONE if l == j else b.value(res.x, ("w", l)) for l in range(N)]
-        if best is None or res.value < best[0]:
-            best = (res.value, j, w)
-    t, j0, w = best
-    return {"kind": "kernel", "value": fmt(t), "column": j0, "w": fmt_vec(w), "y": [fmt_vec(y) for y in ys]}
+def _k1_exhaustive(A, eps, I, pred, method, stats, refuted):
+    """Every full sign pattern in turn; returns (signs, (v, mu)) of the first feasible one, or None."""
+    for tail in itertools.product((1, -1), repeat=len(I) - 1):
+        signs = [1] + [t * pred[i] for t, i in zip(tail, I[1:])]
+        stats["lps"] += 1
+        ok, out = _signed_node(A, eps, I, signs, method)
+        if ok:
+            return signs, out
+        refuted.append(out)
+    return None
 
 
-def kernel_decide(A, eps, tcert):
-    """Decision at k = N - 1 from the threshold certificate (proofs/oracle_kN_minus_1.md)."""
-    t = Fraction(tcert["value"])
-    if t <= eps:
-        w = [Fraction(x) for x in tcert["w"]]
-        j = int(tcert["column"])
-        Aw = matvec(A, w)
-        B = [[A[i][l] - (Aw[i] * w[j] if l == j else ZERO) for l in range(len(w))] for i in range(len(A))]
-        return "feasible", witness_from_matrix(
-            B, construction="B = A - (A w)(w_j e_j)^T, B w = 0", w=tcert["w"], column=j
-        )
-    return "impossible", {"kind": "kernel-dual", "y": tcert["y"], "threshold": tcert["value"]}
+def _k1_pruned(A, eps, I, pred, method, stats, refuted):
+    """The predicted full pattern first (for a feasible cell usually one LP), then depth-first
+    over partial patterns, dropping every extension of a refuted one."""
+    guess = [1] + [pred[i] for i in I[1:]]
+    stats["lps"] += 1
+    ok, out = _signed_node(A, eps, I, guess, method)
+    if ok:
+        return guess, out
+    refuted.append(out)
 
+    def dfs(signs):
+        depth = len(signs)
+        if signs == guess:
+            return None  # refuted above
+        stats["lps"] += 1
+        ok, out = _signed_node(A, eps, I[:depth], signs, method)
+        if not ok:
+            refuted.append(out)
+            return None
+        if depth == len(I):
+            return signs, out
+        i = I[depth]
+        for s in (pred[i], -pred[i]):
+            found = dfs(signs + [s])
+            if found:
+                return found
+        return None
 
-# ---------------------------------------------------------------- k = m - 1
-
-def _cokernel_lp(A, signs):
-    """min sum_j tau_j  s.t.  -tau <= A^T y <= tau, s_i y_i >= 0, sum_i s_i y_i = 1."""
-    m, N = len(A), len(A[0])
-    b = xlp.Builder()
-    for i in range(m):
-        b.var(("y", i))
-    for j in range(N):
-        col = {("y", i): A[i][j] for i in range(m)}
-        b.le({**col, ("tau", j): -1}, 0, ("p", j))
-        b.le({**{k: -v for k, v in col.items()}, ("tau", j): -1}, 0, ("n", j))
-    for i in range(m):
-        b.le({("y", i): -signs[i]}, 0, ("o", i))
-    b.eq({("y", i): signs[i] for i in range(m)}, 1, "sum")
-    b.minimise({("tau", j): 1 for j in range(N)})
-    return b
-
-
-def cokernel_threshold(A, method="auto", stats=None):
-    """eps*_{m-1} = min_{||y||_1 = 1} ||A^T y||_1, exactly, with its certificate (2^(m-1) LPs).
-    proofs/oracle_km_minus_1.md."""
-    m, N = len(A), len(A[0])
-    best = None
-    orthants = []
-    for tail in itertools.product((1, -1), repeat=m - 1):
-        signs = (1,) + tail
-        b = _cokernel_lp(A, signs)
-        res = xlp.solve(b.build(), method)
-        if stats is not None:
-            stats["lps"] = stats.get("lps", 0) + 1
-        if res.status != "optimal":  # pragma: no cover
-            raise xlp.LPVerificationError("cokernel LP not optimal")
-        mult = b.ub_multipliers(res.y)
-        w = [mult[("p", j)] - mult[("n", j)] for j in range(N)]
-        orthants.append({"signs": list(signs), "w": fmt_vec(w)})
-        y = [b.value(res.x, ("y", i)) for i in range(m)]
-        if best is None or res.value < best[0]:
-            best = (res.value, y)
-    t, y = best
-    return {"kind": "cokernel", "value": fmt(t), "y": fmt_vec(y), "orthants": orthants}
-
-
-def cokernel_decide(A, eps, tcert):
-    """Decision at k = m - 1 from the threshold certificate (proofs/oracle_km_minus_1.md)."""
-    t = Fraction(tcert["value"])
-    if t <= eps:
-        y = [Fraction(x) for x in tcert["y"]]
-        z = [ONE if yi > 0 else (-ONE if yi < 0 else ZERO) for yi in y]
-        g = matvec(transpose(A), y)  # A^T y
-        B = [[A[i][j] - z[i] * g[j] for j in range(len(g))] for i in range(len(A))]
-        return "feasible", witness_from_matrix(
-            B, construction="B = A - sign(y) (A^T y)^T, y^T B = 0", y=tcert["y"]
-        )
-    return "impossible", {"kind": "cokernel-dual", "orthants": tcert["orthants"], "threshold": tcert["value"]}
+    return dfs([1])
 
 
 # ---------------------------------------------------------------- k = 1, stochastic

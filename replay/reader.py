@@ -11,6 +11,8 @@ import io
 import json
 import math
 import os
+import re
+import stat
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,12 @@ import numpy as np
 from softrank.replay.record import (RECORD_ID_RE, SCHEMA, SCHEMA_VERSIONS_READ, STOCHASTIC_ROW_TOL, VERDICTS,
                                     LowerCertificate, Record, Tolerance, UpperWitness)
 from softrank.validated.errors import InputError
+
+MAX_INT = 2**63 - 1  # integer fields end up in int64 table columns
+MAX_DIGITS = 400  # longest numerator/denominator/mantissa accepted in a rational eps string
+MAX_EXPONENT = 999  # largest |exponent| accepted in a decimal eps string (three digits)
+_RATIONAL_RE = re.compile(rf"[+-]?(\d{{1,{MAX_DIGITS}}}(/\d{{1,{MAX_DIGITS}}})?|"
+                          rf"(\d{{1,{MAX_DIGITS}}}(\.\d{{0,{MAX_DIGITS}}})?|\.\d{{1,{MAX_DIGITS}}})([eE][+-]?\d{{1,3}})?)")
 
 
 class _Reader:
@@ -49,30 +57,55 @@ class _Reader:
 
     def finite_float(self, value, path: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            self.fail(path, f"expected a number, got {value!r}")
-        value = float(value)
+            self.fail(path, f"expected a number, got {_short(value)}")
+        try:
+            value = float(value)
+        except OverflowError:
+            self.fail(path, f"number too large for binary64: {_short(value)}")
         if not math.isfinite(value):
             self.fail(path, f"must be finite, got {value!r}")
         return value
 
+    def bounded_int(self, value: int, path: str, *, low: int = 0) -> int:
+        """An integer field of a table column: ``low <= value <= MAX_INT`` (int64 range)."""
+        if not low <= value <= MAX_INT:
+            self.fail(path, f"must be an integer in [{low}, {MAX_INT}], got {_short(value)}")
+        return value
+
     def eps(self, value, path: str) -> tuple[Fraction, str]:
-        text = str(value)
         if isinstance(value, bool):
             self.fail(path, f"expected a number or a string 'p/q', got {value!r}")
-        if isinstance(value, (int, float)):
-            if not math.isfinite(float(value)):
+        if isinstance(value, int):
+            text, exact = _short(value), Fraction(value)
+        elif isinstance(value, float):
+            if not math.isfinite(value):
                 self.fail(path, f"must be finite, got {value!r}")
-            exact = Fraction(value)  # exact value of the binary64 number
+            text, exact = str(value), Fraction(value)  # exact value of the binary64 number
         elif isinstance(value, str):
+            text = value
+            if not _RATIONAL_RE.fullmatch(value.strip()):
+                self.fail(path, f"not a rational 'p/q' or decimal of at most {MAX_DIGITS} digits and exponent "
+                                f"at most {MAX_EXPONENT}: {_short(value)}")
             try:
                 exact = Fraction(value.strip())
             except (ValueError, ZeroDivisionError):
-                self.fail(path, f"not a rational number: {value!r}")
+                self.fail(path, f"not a rational number: {_short(value)}")
         else:
             self.fail(path, f"expected a number or a string 'p/q', got {type(value).__name__}")
         if not (0 < exact < 1):
             self.fail(path, f"eps must lie in (0, 1), got {text}")
         return exact, text
+
+    def regular_file_bytes(self, file: Path, field_name: str, shown: str) -> bytes:
+        """The bytes of a regular file (never a pipe, device or socket: those could block forever)."""
+        try:
+            mode = os.stat(file).st_mode
+            if not stat.S_ISREG(mode):
+                self.fail(field_name, f"{shown} is not a regular file")
+            with open(file, "rb") as fh:
+                return fh.read()
+        except OSError as err:
+            self.fail(field_name, f"cannot read {shown}: {err.strerror or err}")
 
     # -- arrays --
     def array(self, ref, path: str, *, dtype: str = "float64", ndim: int = 2) -> np.ndarray:
@@ -84,15 +117,13 @@ class _Reader:
         digest = self.get(ref, "sha256", path, str)
         if declared_dtype != dtype:
             self.fail(f"{path}.dtype", f"expected {dtype}, got {declared_dtype!r}")
-        if len(shape) != ndim or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+        if len(shape) != ndim or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_INT
+                                         for s in shape):
             self.fail(f"{path}.shape", f"expected {ndim} non-negative integers, got {shape!r}")
         file = (self.folder / rel).resolve()
         if self.folder.resolve() not in file.parents:
             self.fail(f"{path}.path", f"array path escapes the record folder: {rel!r}")
-        try:
-            raw = file.read_bytes()
-        except OSError as err:
-            self.fail(f"{path}.path", f"cannot read {rel}: {err.strerror or err}")
+        raw = self.regular_file_bytes(file, f"{path}.path", rel)
         if hashlib.sha256(raw).hexdigest() != digest.lower():
             self.fail(f"{path}.sha256", f"hash mismatch for {rel} (file altered or truncated)")
         try:
@@ -116,59 +147,92 @@ def _typename(types) -> str:
     return types.__name__
 
 
+def _short(value, limit: int = 60, quote: bool = True) -> str:
+    """A value as shown in an error message: ``repr`` (or ``str``), cut to ``limit`` characters."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"<an integer of about {int(value.bit_length() * 0.30103)} digits>"
+    text = repr(value) if quote else str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def read_record(folder: str | os.PathLike) -> Record:
     """Read and validate one record folder. Raises ``InputError`` naming the field on any defect."""
     r = _Reader(Path(folder))
-    manifest_file = r.folder / "record.json"
+    doc = _manifest(r)
+    version, record_id = _header(r, doc)
+    provenance = r.get(doc, "provenance", "", dict)
+    op = _operator(r, r.get(doc, "operator", "", dict))
+    m, n = op.pop("shape")
+    a_hat = _a_hat(r, doc, m, n)
+    tolerances = []
+    for t_index, tol in enumerate(r.get(doc, "tolerances", "", list)):
+        tolerances.append(_read_tolerance(r, tol, f"tolerances[{t_index}]", m, n))
+    return Record(record_id=record_id, path=r.folder, schema_version=version, provenance=provenance,
+                  a_hat=a_hat, tolerances=tolerances, **op)
+
+
+def _manifest(r: _Reader) -> dict:
+    raw = r.regular_file_bytes(r.folder / "record.json", "record.json", "record.json")
     try:
-        text = manifest_file.read_text(encoding="utf-8")
-    except OSError as err:
-        r.fail("record.json", f"cannot read: {err.strerror or err}")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         r.fail("record.json", "not UTF-8 text")
     try:
         doc = json.loads(text, parse_constant=lambda c: r.fail("record.json", f"non-finite JSON constant {c}"))
     except json.JSONDecodeError as err:
         r.fail("record.json", f"not valid JSON (truncated?): {err.msg} at line {err.lineno}")
+    except RecursionError:
+        r.fail("record.json", "JSON nested too deeply")
+    except ValueError as err:  # e.g. an integer beyond Python's digit limit for int conversion
+        r.fail("record.json", f"unreadable number in JSON: {_short(str(err))}")
     if not isinstance(doc, dict):
         r.fail("record.json", "top level must be an object")
+    return doc
 
+
+def _header(r: _Reader, doc: dict) -> tuple[int, str]:
     schema = r.get(doc, "schema", "", str)
     if schema != SCHEMA:
-        r.fail("schema", f"expected {SCHEMA!r}, got {schema!r}")
+        r.fail("schema", f"expected {SCHEMA!r}, got {_short(schema)}")
     version = r.get(doc, "schema_version", "", int)
     if version not in SCHEMA_VERSIONS_READ:
-        r.fail("schema_version", f"unknown schema version {version} (this reader knows {list(SCHEMA_VERSIONS_READ)})")
+        r.fail("schema_version", f"unknown schema version {_short(version)} (this reader knows "
+                                 f"{list(SCHEMA_VERSIONS_READ)})")
     record_id = r.get(doc, "record_id", "", str)
     if not RECORD_ID_RE.match(record_id):
-        r.fail("record_id", f"invalid record id {record_id!r}")
+        r.fail("record_id", f"invalid record id {_short(record_id)}")
     r.where = f"{r.folder} [{record_id}]"
-    provenance = r.get(doc, "provenance", "", dict)
+    return version, record_id
 
-    op = r.get(doc, "operator", "", dict)
+
+def _operator(r: _Reader, op: dict) -> dict[str, Any]:
+    """The operator's fields (form, logits or queries/keys/scale/bias) and its shape (m, N)."""
     form = r.get(op, "form", "operator", str)
-    logits = queries = keys = bias = None
-    scale = None
+    out: dict[str, Any] = {"form": form, "logits": None, "queries": None, "keys": None, "scale": None, "bias": None}
     if form == "logits":
-        logits = r.array(r.get(op, "logits", "operator", dict), "operator.logits")
-        m, n = logits.shape
+        out["logits"] = r.array(r.get(op, "logits", "operator", dict), "operator.logits")
+        m, n = out["logits"].shape
     elif form == "qk":
-        queries = r.array(r.get(op, "queries", "operator", dict), "operator.queries")
-        keys = r.array(r.get(op, "keys", "operator", dict), "operator.keys")
+        queries = out["queries"] = r.array(r.get(op, "queries", "operator", dict), "operator.queries")
+        keys = out["keys"] = r.array(r.get(op, "keys", "operator", dict), "operator.keys")
         if queries.shape[1] != keys.shape[1]:
             r.fail("operator.keys", f"head dimension {keys.shape[1]} disagrees with queries' {queries.shape[1]}")
-        scale = r.finite_float(r.get(op, "scale", "operator", (int, float)), "operator.scale")
+        out["scale"] = r.finite_float(r.get(op, "scale", "operator", (int, float)), "operator.scale")
         m, n = queries.shape[0], keys.shape[0]
         bias_ref = r.get(op, "bias", "operator", dict, optional=True)
         if bias_ref is not None:
-            bias = r.array(bias_ref, "operator.bias")
-            if bias.shape != (m, n):
-                r.fail("operator.bias", f"shape {list(bias.shape)} disagrees with operator shape [{m}, {n}]")
+            out["bias"] = r.array(bias_ref, "operator.bias")
+            if out["bias"].shape != (m, n):
+                r.fail("operator.bias", f"shape {list(out['bias'].shape)} disagrees with operator shape [{m}, {n}]")
     else:
-        r.fail("operator.form", f"expected 'logits' or 'qk', got {form!r}")
+        r.fail("operator.form", f"expected 'logits' or 'qk', got {_short(form)}")
     if m < 1 or n < 1:
         r.fail("operator", f"empty operator shape [{m}, {n}]")
+    out["shape"] = (m, n)
+    return out
 
+
+def _a_hat(r: _Reader, doc: dict, m: int, n: int) -> np.ndarray:
     a_hat = r.array(r.get(doc, "a_hat", "", dict), "a_hat")
     if a_hat.shape != (m, n):
         r.fail("a_hat", f"shape {list(a_hat.shape)} disagrees with operator shape [{m}, {n}]")
@@ -178,21 +242,13 @@ def read_record(folder: str | os.PathLike) -> Record:
     if np.any(row_err > STOCHASTIC_ROW_TOL):
         i = int(np.argmax(row_err))
         r.fail("a_hat", f"not row-stochastic: row {i} sums to {a_hat[i].sum():.9g}")
-
-    tolerances = []
-    for t_index, tol in enumerate(r.get(doc, "tolerances", "", list)):
-        tolerances.append(_read_tolerance(r, tol, f"tolerances[{t_index}]", m, n))
-    return Record(
-        record_id=record_id, path=r.folder, schema_version=version, provenance=provenance,
-        form=form, logits=logits, queries=queries, keys=keys, scale=scale, bias=bias,
-        a_hat=a_hat, tolerances=tolerances,
-    )
+    return a_hat
 
 
 def _nonneg_int(r: _Reader, obj: dict, key: str, path: str, optional: bool = False) -> int | None:
     value = r.get(obj, key, path, int, optional=optional)
-    if value is not None and value < 0:
-        r.fail(f"{path}.{key}", f"must be a non-negative integer, got {value}")
+    if value is not None:
+        r.bounded_int(value, f"{path}.{key}")
     return value
 
 
@@ -202,57 +258,60 @@ def _read_tolerance(r: _Reader, tol, path: str, m: int, n: int) -> Tolerance:
     if "eps" not in tol:
         r.fail(f"{path}.eps", "missing field")
     eps, eps_text = r.eps(tol["eps"], f"{path}.eps")
-
-    upper = None
     up = r.get(tol, "upper", path, dict, optional=True)
-    if up is not None:
-        rank = _nonneg_int(r, up, "rank", f"{path}.upper")
-        X = r.array(r.get(up, "X", f"{path}.upper", dict), f"{path}.upper.X")
-        Y = r.array(r.get(up, "Y", f"{path}.upper", dict), f"{path}.upper.Y")
-        if X.shape != (m, rank):
-            r.fail(f"{path}.upper.X", f"shape {list(X.shape)} disagrees with [m, rank] = [{m}, {rank}]")
-        if Y.shape != (n, rank):
-            r.fail(f"{path}.upper.Y", f"shape {list(Y.shape)} disagrees with [N, rank] = [{n}, {rank}]")
-        construction = up.get("construction", "")
-        upper = UpperWitness(rank=rank, X=X, Y=Y, construction=str(construction))
-
-    lower = []
-    for c_index, cert in enumerate(r.get(tol, "lower", path, list, optional=True) or []):
-        cpath = f"{path}.lower[{c_index}]"
-        kind = r.get(cert, "kind", cpath, str)
-        claimed = _nonneg_int(r, cert, "lower", cpath)
-        data: dict[str, Any] = {}
-        for key, value in cert.items():
-            if key in ("kind", "lower"):
-                continue
-            if isinstance(value, dict) and "sha256" in value:
-                dtype = value.get("dtype", "float64")
-                if dtype not in ("float64", "int64"):
-                    r.fail(f"{cpath}.{key}.dtype", f"expected float64 or int64, got {dtype!r}")
-                shape = value.get("shape")
-                ndim = len(shape) if isinstance(shape, list) else 2
-                data[key] = r.array(value, f"{cpath}.{key}", dtype=dtype, ndim=ndim)
-            else:
-                data[key] = value
-        lower.append(LowerCertificate(kind=kind, lower=claimed, data=data))
-
+    upper = None if up is None else _read_upper(r, up, f"{path}.upper", m, n)
+    lower = [_read_lower(r, cert, f"{path}.lower[{c}]")
+             for c, cert in enumerate(r.get(tol, "lower", path, list, optional=True) or [])]
     f64 = r.get(tol, "float64", path, dict, optional=True) or {}
     f_lower = _nonneg_int(r, f64, "lower", f"{path}.float64", optional=True)
     f_upper = _nonneg_int(r, f64, "upper", f"{path}.float64", optional=True)
-    verdicts = {}
-    raw_verdicts = r.get(f64, "verdicts", f"{path}.float64", dict, optional=True) or {}
-    for budget, verdict in raw_verdicts.items():
-        try:
-            k = int(budget)
-        except ValueError:
-            r.fail(f"{path}.float64.verdicts", f"budget {budget!r} is not an integer")
-        if k < 0:
-            r.fail(f"{path}.float64.verdicts", f"budget {k} is negative")
-        if verdict not in VERDICTS:
-            r.fail(f"{path}.float64.verdicts.{budget}", f"expected one of {VERDICTS}, got {verdict!r}")
-        verdicts[k] = verdict
+    verdicts = _read_verdicts(r, r.get(f64, "verdicts", f"{path}.float64", dict, optional=True) or {},
+                              f"{path}.float64.verdicts")
     return Tolerance(eps=eps, eps_text=eps_text, upper=upper, lower=lower,
                      float64_lower=f_lower, float64_upper=f_upper, float64_verdicts=verdicts)
+
+
+def _read_upper(r: _Reader, up: dict, path: str, m: int, n: int) -> UpperWitness:
+    rank = _nonneg_int(r, up, "rank", path)
+    X = r.array(r.get(up, "X", path, dict), f"{path}.X")
+    Y = r.array(r.get(up, "Y", path, dict), f"{path}.Y")
+    if X.shape != (m, rank):
+        r.fail(f"{path}.X", f"shape {list(X.shape)} disagrees with [m, rank] = [{m}, {rank}]")
+    if Y.shape != (n, rank):
+        r.fail(f"{path}.Y", f"shape {list(Y.shape)} disagrees with [N, rank] = [{n}, {rank}]")
+    construction = up.get("construction", "")
+    return UpperWitness(rank=rank, X=X, Y=Y, construction=_short(construction, 200, quote=False))
+
+
+def _read_lower(r: _Reader, cert, cpath: str) -> LowerCertificate:
+    kind = r.get(cert, "kind", cpath, str)
+    claimed = _nonneg_int(r, cert, "lower", cpath)
+    data: dict[str, Any] = {}
+    for key, value in cert.items():
+        if key in ("kind", "lower"):
+            continue
+        if isinstance(value, dict) and "sha256" in value:
+            dtype = value.get("dtype", "float64")
+            if dtype not in ("float64", "int64"):
+                r.fail(f"{cpath}.{key}.dtype", f"expected float64 or int64, got {_short(dtype)}")
+            shape = value.get("shape")
+            ndim = len(shape) if isinstance(shape, list) else 2
+            data[key] = r.array(value, f"{cpath}.{key}", dtype=dtype, ndim=ndim)
+        else:
+            data[key] = value
+    return LowerCertificate(kind=_short(kind, 100, quote=False), lower=claimed, data=data)
+
+
+def _read_verdicts(r: _Reader, raw: dict, path: str) -> dict[int, str]:
+    verdicts = {}
+    for budget, verdict in raw.items():
+        if not re.fullmatch(r"-?\d{1,40}", str(budget)):
+            r.fail(path, f"budget {_short(budget)} is not an integer")
+        k = r.bounded_int(int(budget), f"{path}.{budget}")
+        if verdict not in VERDICTS:
+            r.fail(f"{path}.{budget}", f"expected one of {VERDICTS}, got {_short(verdict)}")
+        verdicts[k] = verdict
+    return verdicts
 
 
 def list_records(store: str | os.PathLike) -> list[Path]:

@@ -61,7 +61,6 @@ def decoder_sum_binary64(a_mid_s: np.ndarray, a_rad_s: np.ndarray, w: np.ndarray
 
 def decoder_sum_arb(a_balls_s: list[list[arb]], w: np.ndarray, eps: Fraction) -> arb:
     """A ball containing ``||A_S W - I||_inf + eps max_j ||W_j||_1`` (Arb throughout)."""
-    p = w.shape[1]
     with ctx.workprec(ARB_PREC_BITS):
         z = (arb_mat(a_balls_s) * arb_mat_from_floats(w)).tolist()
         rows = []

@@ -149,7 +149,7 @@ def _certified_bound(A, cert):
     if kind == "row-norm":
         return sum(abs(x) for x in A[cert["row"]])
     if kind == "row-simplex-distance":
-        return rc._simplex_distance(A[cert["row"]])
+        return rc.simplex_distance(A[cert["row"]])
     if kind == "kernel-dual":
         bounds = [rc.kernel_bound(A, j, [F(x) for x in y]) for j, y in enumerate(cert["y"])]
         return min(n / d for n, d in bounds)

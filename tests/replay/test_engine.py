@@ -1,160 +1,58 @@
-"""End to end: records with lower certificates written by RecordWriter, replayed through
-``softrank.cli.replay.replay_store``, then ``softrank regress`` on the replay tables."""
+"""The pure replay engine: a record in, a typed result out; validated L > validated U is refused
+and reported as a contradiction naming both certificates (it can only come from an unsound rule,
+so the test plants one)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from fractions import Fraction
-
 import numpy as np
-import pyarrow.parquet as pq
-import pytest
 
-from helpers import (
-    block_decoder,
-    block_logits,
-    block_rank_is_exact,
-    float64_frobenius_lower,
-    float64_projected,
-    rowsoftmax_float,
-)
-from softrank.cli.replay import replay_store
+from helpers import rowsoftmax_float
 from softrank.fastpath.writer import RecordWriter
+from softrank.replay import rules
+from softrank.replay.engine import replay_record
+from softrank.replay.reader import read_record
+from softrank.validated.outcome import Check, Outcome
 
 
-def _block_record(store, rid, seed):
-    rng = np.random.default_rng(seed)
-    p = 4
-    sizes = [3, 4, 2, 5]
-    c = 7.0
-    eps = 0.2
-    assert block_rank_is_exact(sizes, c, Fraction(eps))
-    h, rl, cl = block_logits(sizes, c, rng)
+def _record(tmp_path, lower_claim: int):
+    n = 12
+    h = np.random.default_rng(3).normal(size=(n, n)) * 3
     a = rowsoftmax_float(h)
-    rows, w = block_decoder(rl, cl, p)
-    x = (rl[:, None] == np.arange(p)[None, :]).astype(np.float64)  # A = X Y^T exactly block-constant
-    y = a[rows].T.copy()
-    lf = float64_frobenius_lower(a, eps)
-    wp, lp = float64_projected(a, np.arange(a.shape[0], dtype=np.int64), p, eps)
-    wr = RecordWriter(store, rid, {"model": "synthetic-block", "family": "synthetic", "layer": 0, "head": seed})
-    wr.set_logits(h)
-    wr.set_a_hat(a)
-    lower = [
-        {"kind": "decoder", "lower": p, "rows": rows, "W": w},
-        {"kind": "frobenius", "lower": lf},
-        {"kind": "projected", "lower": lp, "rows": np.arange(a.shape[0], dtype=np.int64), "W": wp},
-        # tampered: claims p + 1 > exact r_eps = p
-        {"kind": "decoder", "lower": p + 1, "rows": np.append(rows, 1 if 1 not in rows else 2).astype(np.int64),
-         "W": np.column_stack([w, np.eye(a.shape[0])[:, 1]])},
-        # malformed: |rows| != lower
-        {"kind": "decoder", "lower": p, "rows": rows[:2], "W": w[:, :2]},
-        {"kind": "nuclear", "lower": 3},
-    ]
-    verdicts = {str(k): ("impossible" if k < p else "feasible") for k in (1, 2, 3, 4, 8)}
-    wr.add_tolerance(eps, upper=(x, y, "block"), lower=lower, float64={"lower": p, "upper": p, "verdicts": verdicts})
-    # a second tolerance where float64 over-claims (decoder p + 1): validation must refuse it
-    wr.add_tolerance("1/5", upper=None, lower=[lower[3]],
-                     float64={"lower": p + 1, "upper": None, "verdicts": {"4": "impossible"}})
-    wr.commit()
-    return p, lf, lp
+    u, s, vt = np.linalg.svd(a)
+    with RecordWriter(tmp_path, "r", {"family": "synthetic"}) as w:
+        w.set_logits(h)
+        w.set_a_hat(a)
+        w.add_tolerance(0.25, upper=(a, np.eye(n), "identity"), lower=[{"kind": "frobenius", "lower": lower_claim}],
+                        float64={"lower": 1, "upper": n})
+    return read_record(tmp_path / "records" / "r")
 
 
-def _qk_record(store, rid, seed):
-    rng = np.random.default_rng(seed)
-    m, n, d = 20, 24, 6
-    q, k = rng.normal(size=(m, d)), rng.normal(size=(n, d))
-    scale = 0.9
-    h = scale * (q @ k.T)
-    a = rowsoftmax_float(h)
-    eps = 0.1
-    lf = float64_frobenius_lower(a, eps)
-    rows = np.arange(0, m, 2, dtype=np.int64)
-    wp, lp = float64_projected(a, rows, 6, eps)
-    wr = RecordWriter(store, rid, {"model": "synthetic-qk", "family": "synthetic-qk", "layer": 1, "head": 0})
-    wr.set_qk(q, k, scale)
-    wr.set_a_hat(a)
-    lower = [{"kind": "frobenius", "lower": lf}]
-    if lp >= 1:
-        lower.append({"kind": "projected", "lower": lp, "rows": rows, "W": wp})
-    wr.add_tolerance(eps, lower=lower, float64={"lower": max(lf, lp), "upper": None,
-                                                "verdicts": {str(max(lf, lp) - 1): "impossible"}})
-    wr.commit()
-    return max(lf, lp)
+def test_a_record_gives_a_typed_result(tmp_path):
+    res = replay_record(_record(tmp_path, 1))
+    (t,) = res.tolerances
+    assert t.upper.outcome is Outcome.PROVED and t.validated_upper == 12
+    assert t.validated_lower >= 1 and t.lowers[0].kind == "frobenius" and not t.contradiction
+    assert t.verdict(12) == "feasible" and t.verdict(0) == "impossible" and t.verdict(5) == "unresolved"
+    assert res.chi is not None and res.chi >= 0
 
 
-@pytest.fixture(scope="module")
-def replayed(tmp_path_factory):
-    store = tmp_path_factory.mktemp("store")
-    info = {"block": _block_record(store, "block-0", 0), "qk": _qk_record(store, "qk-0", 1)}
-    out = store / "replay"
-    summary = replay_store(store, out)
-    rows = pq.read_table(out / "replay.parquet").to_pylist()
-    verdicts = pq.read_table(out / "verdicts.parquet").to_pylist()
-    return store, out, summary, rows, verdicts, info
+def test_a_contradiction_is_refused_and_names_both_certificates(tmp_path, monkeypatch):
+    record = _record(tmp_path, 13)  # claims r_eps(A) >= 13 > 12 = rank of the proved witness
+    unsound = rules.Rule("frobenius", "lower", rules.LOWER_RULES["frobenius"].proofs,
+                         lambda claim: Check(Outcome.PROVED, "planted", assumptions=["planted"]))
+    monkeypatch.setitem(rules.LOWER_RULES, "frobenius", unsound)
+    (t,) = replay_record(record).tolerances
+    assert t.validated_lower is None and t.validated_upper is None
+    assert "frobenius" in t.contradiction and "identity" in t.contradiction and "13" in t.contradiction
+    assert all(t.verdict(k) == "error" for k in (8, 16, 32))
 
 
-def test_block_record_lower_end_is_proved_by_the_decoder(replayed):
-    _, _, summary, rows, verdicts, info = replayed
-    p = info["block"][0]
-    r = next(r for r in rows if r["record_id"] == "block-0" and r["eps"] == "0.2")
-    assert r["validated_lower"] == p == r["float64_lower"]
-    assert r["lower_kind"] == "decoder"
-    assert r["validated_upper"] == p  # the block witness, Lemma U
-    outcomes = r["lower_outcomes"].split("; ")
-    assert f"decoder>={p}:proved" in outcomes
-    assert f"decoder>={p + 1}:refuted" in outcomes or f"decoder>={p + 1}:unresolved" in outcomes
-    assert "nuclear>=3:unresolved" in outcomes
-    assert "malformed certificate" in r["lower_reasons"] and "unknown certificate kind" in r["lower_reasons"]
-    assert "binary64" in r["assumptions"]
-    vb = {v["k"]: v["validated_verdict"] for v in verdicts if v["record_id"] == "block-0" and v["eps"] == "0.2"}
-    assert vb[p - 1] == "impossible" and vb[p] == "feasible" and vb[8] == "feasible"
+def test_the_replay_command_exits_3_on_a_contradiction(tmp_path, monkeypatch):
+    from softrank.cli.replay import replay_store
 
-
-def test_overclaim_is_not_validated(replayed):
-    _, _, _, rows, verdicts, info = replayed
-    p = info["block"][0]
-    r = next(r for r in rows if r["record_id"] == "block-0" and r["eps"] == "1/5")
-    assert r["float64_lower"] == p + 1 and r["validated_lower"] == 1
-    v = next(v for v in verdicts if v["record_id"] == "block-0" and v["eps"] == "1/5" and v["k"] == p)
-    assert v["float64_verdict"] == "impossible" and v["validated_verdict"] == "unresolved"
-
-
-def test_qk_record_tails(replayed):
-    _, _, _, rows, _, info = replayed
-    r = next(r for r in rows if r["record_id"] == "qk-0")
-    assert r["validated_lower"] == info["qk"] == r["float64_lower"]
-    assert r["lower_kind"] in ("frobenius", "projected")
-
-
-def test_regress_reports_the_overclaim(replayed, tmp_path):
-    store, out, _, _, _, info = replayed
-    p = info["block"][0]
-    proc = subprocess.run([sys.executable, "-m", "softrank", "regress", str(out), "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert "fail validation" in proc.stdout
-    for name in ("transitions", "ends", "failures", "end_differences"):
-        for suffix in (".parquet", ".csv", ".json"):
-            assert (tmp_path / f"{name}{suffix}").is_file()
-    failures = json.loads((tmp_path / "failures.json").read_text())
-    assert len(failures) == 1
-    f = failures[0]
-    assert (f["record_id"], f["eps"], f["k"], f["float64_verdict"], f["validated_verdict"]) == \
-        ("block-0", "1/5", p, "impossible", "unresolved")
-    assert "decoder claims r >= 5" in f["reason"] and "||A_S W - I_p||_inf" in f["reason"] and "margin" in f["reason"]
-    trans = pq.read_table(tmp_path / "transitions.parquet").to_pylist()
-    count = {(t["eps"], t["float64_verdict"], t["validated_verdict"]): t["count"] for t in trans if t["family"] == "synthetic"}
-    assert count[("0.2", "impossible", "impossible")] == 3
-    assert count[("0.2", "feasible", "feasible")] == 2
-    assert count[("1/5", "impossible", "unresolved")] == 1
-    diffs = json.loads((tmp_path / "end_differences.json").read_text())
-    assert [(d["record_id"], d["eps"], d["end"]) for d in diffs] == [("block-0", "1/5", "lower")]
-
-
-def test_regress_missing_table_is_input_error(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "softrank", "regress", str(tmp_path)], capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 2
-    assert "replay.parquet" in proc.stderr and "Traceback" not in proc.stderr
+    _record(tmp_path / "store", 13)
+    unsound = rules.Rule("frobenius", "lower", (), lambda claim: Check(Outcome.PROVED, "planted"))
+    monkeypatch.setitem(rules.LOWER_RULES, "frobenius", unsound)
+    summary = replay_store(tmp_path / "store", tmp_path / "out", jobs=1)
+    assert summary.contradictions == 1 and summary.exit_code() == 3
+    assert "contradiction" in summary.errors[0]

@@ -34,3 +34,21 @@ def test_every_cli_subcommand_is_documented():
 
     for name in COMMANDS:
         assert f"softrank {name}" in README, name
+
+
+def test_nothing_points_outside_the_repository():
+    """The repository stands alone: no path outside it, no design-note sections, no work-item numbers."""
+    import re
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    pattern = re.compile(r"\.\./shared|shared/DESIGN|DESIGN(\.md| section)|\b[Ii]ssue \d|\b[Aa]cceptance (item )?\d")
+    hits = []
+    for name in files:
+        path = ROOT / name
+        if path.suffix not in (".py", ".md", ".toml", ".txt", "") or not path.is_file():
+            continue
+        for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if pattern.search(line):
+                hits.append(f"{name}:{i}: {line.strip()[:100]}")
+    assert hits == []

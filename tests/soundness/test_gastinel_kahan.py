@@ -11,7 +11,7 @@ import pytest
 
 from softrank.exact.rational import from_fmpq_mat, inf_norm, to_fmpq_mat
 from softrank.oracle import check_threshold
-from softrank.oracle import reductions as red
+from softrank.oracle import corank
 
 
 def invertible(rng, n):
@@ -29,8 +29,8 @@ def run(count, seed, max_n=5):
         n = 1 + t % max_n  # every size 1..max_n equally often
         A, M = invertible(rng, n)
         gk = 1 / inf_norm(from_fmpq_mat(M.inv()))
-        kern = red.kernel_threshold(A)
-        cok = red.cokernel_threshold(A)
+        kern = corank.kernel_threshold(A)
+        cok = corank.cokernel_threshold(A)
         assert check_threshold(A, kern) and check_threshold(A, cok)
         assert F(kern["value"]) == gk, (A, kern["value"], gk)
         assert F(cok["value"]) == gk, (A, cok["value"], gk)
@@ -49,7 +49,7 @@ def test_gastinel_kahan_on_structured_matrices():
               [[F(1), F(1), F(1)], [0, F(1), F(1)], [0, 0, F(1)]],
               [[F(1), F(1)], [F(1), F(1) + F(1, 10 ** 12)]]):
         gk = 1 / inf_norm(from_fmpq_mat(to_fmpq_mat(A).inv()))
-        assert F(red.kernel_threshold(A)["value"]) == gk == F(red.cokernel_threshold(A)["value"])
+        assert F(corank.kernel_threshold(A)["value"]) == gk == F(corank.cokernel_threshold(A)["value"])
 
 
 @pytest.mark.slow

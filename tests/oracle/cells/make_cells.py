@@ -15,7 +15,7 @@ from fractions import Fraction as F
 from pathlib import Path
 
 from softrank.exact.rational import fmt, fmt_mat
-from softrank.oracle import decide, profile
+from softrank.oracle import profile
 
 HERE = Path(__file__).resolve().parent
 

@@ -111,3 +111,106 @@ def test_not_a_store(tmp_path):
     with pytest.raises(InputError) as err:
         list_records(tmp_path / "nope")
     assert err.value.field == "records"
+
+
+# ----------------------------------------------------------------------------------------------
+# Hostile manifests: every one is a one-line InputError naming the field, never a crash or a hang.
+# ----------------------------------------------------------------------------------------------
+
+
+def _edit(folder, change):
+    path = folder / "record.json"
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+
+
+def _set_eps(v):
+    return lambda d: d["tolerances"][0].__setitem__("eps", v)
+
+
+@pytest.mark.parametrize("label, change, field", [
+    ("eps integer beyond binary64", _set_eps(10**400), "tolerances[0].eps"),
+    ("eps with a huge exponent", _set_eps("1e-10000000"), "tolerances[0].eps"),
+    ("eps with too many digits", _set_eps("1/" + "7" * 5000), "tolerances[0].eps"),
+    ("scale beyond binary64", None, "operator.scale"),
+    ("float64 upper beyond int64", lambda d: d["tolerances"][0]["float64"].__setitem__("upper", 2**70),
+     "tolerances[0].float64.upper"),
+    ("budget key beyond int64", lambda d: d["tolerances"][0]["float64"]["verdicts"].__setitem__(str(2**70), "feasible"),
+     "tolerances[0].float64.verdicts." + str(2**70)),
+    ("budget key not an integer", lambda d: d["tolerances"][0]["float64"]["verdicts"].__setitem__("8x", "feasible"),
+     "tolerances[0].float64.verdicts"),
+    ("claimed lower beyond int64", lambda d: d["tolerances"][0]["lower"][0].__setitem__("lower", 2**64),
+     "tolerances[0].lower[0].lower"),
+    ("array shape beyond int64", lambda d: d["a_hat"].__setitem__("shape", [2**70, 3]), "a_hat.shape"),
+])
+def test_numbers_out_of_range_are_input_errors(tmp_path, label, change, field):
+    if change is None:  # a qk record whose scale is a JSON integer too large for a float
+        rng = np.random.default_rng(1)
+        q, k = rng.normal(size=(3, 2)), rng.normal(size=(4, 2))
+        with RecordWriter(tmp_path, "r1", {}) as w:
+            w.set_qk(q, k, 0.5)
+            w.set_a_hat(softmax64(0.5 * q @ k.T))
+        folder = tmp_path / "records" / "r1"
+        change = lambda d: d["operator"].__setitem__("scale", 10**400)  # noqa: E731
+    else:
+        folder, *_ = make(tmp_path)
+    _edit(folder, change)
+    with pytest.raises(InputError) as err:
+        read_record(folder)
+    assert err.value.field == field, (label, err.value.one_line())
+    assert len(err.value.one_line()) < 400 and "\n" not in err.value.one_line()
+
+
+def test_integers_beyond_the_conversion_limit_and_deep_nesting(tmp_path):
+    folder, *_ = make(tmp_path)
+    path = folder / "record.json"
+    text = path.read_text()
+    path.write_text(text.replace('"layer": 1', '"layer": ' + "9" * 5000))
+    with pytest.raises(InputError, match="unreadable number"):
+        read_record(folder)
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(InputError, match="nested too deeply"):
+        read_record(folder)
+
+
+def test_special_files_are_refused_without_blocking(tmp_path):
+    import os
+
+    folder, *_ = make(tmp_path)
+    doc = json.loads((folder / "record.json").read_text())
+    target = folder / doc["a_hat"]["path"]
+    target.unlink()
+    os.mkfifo(target)  # reading a pipe would wait forever for a writer
+    with pytest.raises(InputError) as err:
+        read_record(folder)
+    assert err.value.field == "a_hat.path" and "not a regular file" in err.value.message
+    manifest = folder / "record.json"
+    manifest.unlink()
+    os.mkfifo(manifest)
+    with pytest.raises(InputError, match="not a regular file"):
+        read_record(folder)
+
+
+def test_the_writer_checks_at_write_time_and_leaves_nothing_on_error(tmp_path):
+    h = np.zeros((3, 3))
+    with pytest.raises(ValueError, match="non-finite"):
+        with RecordWriter(tmp_path, "bad", {}) as w:
+            w.set_logits(np.full((3, 3), np.nan))
+    with pytest.raises(ValueError, match="disagrees"):
+        with RecordWriter(tmp_path, "bad", {}) as w:
+            w.set_logits(h)
+            w.set_a_hat(np.full((3, 4), 0.25))
+    with pytest.raises(ValueError, match="do not fit"):
+        with RecordWriter(tmp_path, "bad", {}) as w:
+            w.set_logits(h)
+            w.set_a_hat(softmax64(h))
+            w.add_tolerance(0.25, upper=(np.zeros((3, 1)), np.zeros((4, 1)), "x"))
+    with pytest.raises(ValueError, match="needs an operator"):
+        with RecordWriter(tmp_path, "bad", {}):
+            pass
+    assert list((tmp_path / "records").iterdir()) == []  # no temporary folder, no record
+    with RecordWriter(tmp_path, "good", {}) as w:
+        w.set_logits(h)
+        w.set_a_hat(softmax64(h))
+    assert [p.name for p in list_records(tmp_path)] == ["good"]

@@ -1,0 +1,52 @@
+"""The rule registry: every acceptance is a registered rule that names proof files which exist;
+an unknown certificate kind is a rejection; the trivial lower end is a rule like the others."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import rowsoftmax_float, softmax_enclosure_of
+from softrank.replay.record import LowerCertificate, UpperWitness
+from softrank.replay.rules import LOWER_RULES, RULES, TRIVIAL_RULE, UPPER_RULE, Claim, check_lower_certificate
+from softrank.validated.outcome import Outcome
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_rule_names_proof_files_that_exist():
+    assert {r.name for r in RULES} == {"upper-witness", "trivial", "frobenius", "projected", "decoder"}
+    for rule in RULES:
+        assert rule.proofs and rule.side in ("upper", "lower")
+        for proof in rule.proofs:
+            assert (ROOT / proof).is_file(), (rule.name, proof)
+    assert set(LOWER_RULES) == {"frobenius", "projected", "decoder"}
+
+
+def _claim(n=6, eps=Fraction(1, 4), **kw):
+    h = np.random.default_rng(0).normal(size=(n, n))
+    enc = softmax_enclosure_of(h)
+    return Claim(enclosure=enc, chi=None, eps=eps, strict=False, shape=(n, n), a_hat=rowsoftmax_float(h), **kw)
+
+
+def test_unknown_kind_is_rejected_with_a_reason():
+    chk = check_lower_certificate(_claim(cert=LowerCertificate(kind="nuclear", lower=2)))
+    assert chk.outcome is not Outcome.PROVED and "unknown certificate kind" in chk.reason
+
+
+@pytest.mark.parametrize("eps, proved", [(Fraction(1, 4), True), (Fraction(999, 1000), True),
+                                         (Fraction(1), False), (Fraction(0), False)])
+def test_the_trivial_rule_needs_eps_strictly_inside_zero_one(eps, proved):
+    assert TRIVIAL_RULE.check(_claim(eps=eps)).proved is proved
+
+
+def test_the_upper_rule_proves_a_full_rank_witness_and_refuses_rank_zero():
+    n = 6
+    a = _claim(n).a_hat
+    full = UPPER_RULE.check(_claim(n, witness=UpperWitness(rank=n, X=a.copy(), Y=np.eye(n))))
+    assert full.proved and full.lemma in UPPER_RULE.proofs
+    zero = UPPER_RULE.check(_claim(n, witness=UpperWitness(rank=0, X=np.zeros((n, 0)), Y=np.zeros((n, 0)))))
+    assert zero.outcome is Outcome.REFUTED  # ||A - 0||_inf = 1 > 1/4

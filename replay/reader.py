@@ -178,7 +178,8 @@ def _manifest(r: _Reader) -> dict:
     except UnicodeDecodeError:
         r.fail("record.json", "not UTF-8 text")
     try:
-        doc = json.loads(text, parse_constant=lambda c: r.fail("record.json", f"non-finite JSON constant {c}"))
+        doc = json.loads(text, parse_constant=lambda c: r.fail("record.json", f"non-finite JSON constant {c}"),
+                         object_pairs_hook=lambda pairs: _unique_keys(r, pairs))
     except json.JSONDecodeError as err:
         r.fail("record.json", f"not valid JSON (truncated?): {err.msg} at line {err.lineno}")
     except RecursionError:
@@ -188,6 +189,16 @@ def _manifest(r: _Reader) -> dict:
     if not isinstance(doc, dict):
         r.fail("record.json", "top level must be an object")
     return doc
+
+
+def _unique_keys(r: _Reader, pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object whose keys are all distinct (a repeated key would silently hide a value)."""
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            r.fail("record.json", f"duplicate JSON key {_short(key)}")
+        out[key] = value
+    return out
 
 
 def _header(r: _Reader, doc: dict) -> tuple[int, str]:
@@ -201,6 +212,8 @@ def _header(r: _Reader, doc: dict) -> tuple[int, str]:
     record_id = r.get(doc, "record_id", "", str)
     if not RECORD_ID_RE.match(record_id):
         r.fail("record_id", f"invalid record id {_short(record_id)}")
+    if record_id != r.folder.name:
+        r.fail("record_id", f"record id {_short(record_id)} differs from its folder name {r.folder.name!r}")
     r.where = f"{r.folder} [{record_id}]"
     return version, record_id
 

@@ -15,13 +15,34 @@ from pathlib import Path
 from typing import Any, Callable
 
 
+def umask() -> int:
+    """The process's file-creation mask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def follow_umask(path: str | os.PathLike, directory: bool = False) -> None:
+    """Give a file made by ``tempfile`` (0600, folders 0700) the mode a plain ``open``/``mkdir``
+    would have given it: 0666 (0777 for folders) less the umask, so colleagues can read a store."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~umask())
+
+
+def make_temp_dir(prefix: str, parent: str | os.PathLike) -> Path:
+    """``tempfile.mkdtemp`` with the umask's mode instead of 0700."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    follow_umask(folder, directory=True)
+    return folder
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
-    """Call ``write(tmp_path)`` and move the result to ``path`` in one rename."""
+    """Call ``write(tmp_path)`` and move the result to ``path`` in one rename (mode per umask)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
     os.close(fd)
     try:
         write(tmp)
+        follow_umask(tmp)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

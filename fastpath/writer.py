@@ -7,7 +7,6 @@ write leaves nothing behind and never touches a record already in the store.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 import json
@@ -20,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from softrank.fastpath.files import make_temp_dir, write_csv
 from softrank.replay.reader import list_records
 from softrank.replay.record import RECORD_ID_RE, SCHEMA, SCHEMA_VERSION_WRITTEN, Record
 
@@ -44,7 +44,7 @@ class RecordWriter:
         self.store = Path(store)
         self.record_id = record_id
         (self.store / "records").mkdir(parents=True, exist_ok=True)
-        self._tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{record_id}-", dir=self.store / "records"))
+        self._tmp = make_temp_dir(f".tmp-{record_id}-", self.store / "records")
         (self._tmp / "arrays").mkdir()
         self.doc: dict[str, Any] = {
             "schema": SCHEMA,
@@ -212,10 +212,4 @@ def write_index(store: str | os.PathLike) -> Path:
         except (OSError, ValueError, AttributeError, TypeError):
             rows.append({"record_id": folder.name, "model": "(unreadable)"})
     fields = ["record_id", "model", "family", "layer", "head", "m", "N", "form", "tolerances"]
-    fd, tmp = tempfile.mkstemp(prefix=".index-", suffix=".csv", dir=store)
-    with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=fields)
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, store / "index.csv")
-    return store / "index.csv"
+    return write_csv(store / "index.csv", rows, fields)

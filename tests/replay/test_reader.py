@@ -192,25 +192,16 @@ def test_special_files_are_refused_without_blocking(tmp_path):
         read_record(folder)
 
 
-def test_the_writer_checks_at_write_time_and_leaves_nothing_on_error(tmp_path):
-    h = np.zeros((3, 3))
-    with pytest.raises(ValueError, match="non-finite"):
-        with RecordWriter(tmp_path, "bad", {}) as w:
-            w.set_logits(np.full((3, 3), np.nan))
-    with pytest.raises(ValueError, match="disagrees"):
-        with RecordWriter(tmp_path, "bad", {}) as w:
-            w.set_logits(h)
-            w.set_a_hat(np.full((3, 4), 0.25))
-    with pytest.raises(ValueError, match="do not fit"):
-        with RecordWriter(tmp_path, "bad", {}) as w:
-            w.set_logits(h)
-            w.set_a_hat(softmax64(h))
-            w.add_tolerance(0.25, upper=(np.zeros((3, 1)), np.zeros((4, 1)), "x"))
-    with pytest.raises(ValueError, match="needs an operator"):
-        with RecordWriter(tmp_path, "bad", {}):
-            pass
-    assert list((tmp_path / "records").iterdir()) == []  # no temporary folder, no record
-    with RecordWriter(tmp_path, "good", {}) as w:
-        w.set_logits(h)
-        w.set_a_hat(softmax64(h))
-    assert [p.name for p in list_records(tmp_path)] == ["good"]
+def test_identity_record_id_must_match_its_folder_and_keys_must_be_unique(tmp_path):
+    folder, *_ = make(tmp_path)
+    copy = folder.parent / "r1-copy"
+    import shutil
+
+    shutil.copytree(folder, copy)
+    with pytest.raises(InputError, match="differs from its folder name") as err:
+        read_record(copy)
+    assert err.value.field == "record_id"
+    text = (folder / "record.json").read_text()
+    (folder / "record.json").write_text(text.replace('"schema_version": 1,', '"schema_version": 1, "schema_version": 1,'))
+    with pytest.raises(InputError, match="duplicate JSON key 'schema_version'"):
+        read_record(folder)

@@ -18,7 +18,11 @@ from softrank.validated.errors import InputError
 
 Matrix = list[list[Fraction]]
 
-_RATIONAL_TEXT = re.compile(r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?(\s*/\s*\d+)?\s*$")
+MAX_DIGITS = 400  # digits accepted in each part of a rational written as text
+MAX_EXPONENT = 999  # largest |exponent| accepted in decimal text ("1e-999"); bigger ones are refused
+_D = rf"\d{{1,{MAX_DIGITS}}}"
+_RATIONAL_TEXT = re.compile(rf"^\s*[+-]?({_D}(\.\d{{0,{MAX_DIGITS}}})?|\.{_D})([eE][+-]?\d{{1,3}})?(\s*/\s*{_D})?\s*$")
+SIZE_LIMIT = f"at most {MAX_DIGITS} digits per part and exponents of at most {MAX_EXPONENT}"
 
 
 def from_binary64(x: float, where: str = "input", field: str = "") -> Fraction:
@@ -54,13 +58,17 @@ def parse_rational(obj, where: str = "input", field: str = "") -> Fraction:
         return from_binary64(obj, where, field)
     if isinstance(obj, str):
         if not _RATIONAL_TEXT.match(obj):
-            raise InputError(where, field, f"not a rational number: {obj!r}")
+            raise InputError(where, field, f"not a rational number with {SIZE_LIMIT}: {_shown(obj)}")
         try:
             value = Fraction(obj.replace(" ", ""))
         except (ValueError, ZeroDivisionError) as err:
-            raise InputError(where, field, f"not a rational number: {obj!r} ({err})") from None
+            raise InputError(where, field, f"not a rational number: {_shown(obj)} ({err})") from None
         return value
     raise InputError(where, field, f"not a rational number: {obj!r}")
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    return repr(text) if len(text) <= limit else repr(text[: limit - 3]) + "..."
 
 
 def as_matrix(A, where: str = "input", field: str = "matrix") -> Matrix:

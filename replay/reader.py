@@ -21,13 +21,10 @@ import numpy as np
 
 from softrank.replay.record import (RECORD_ID_RE, SCHEMA, SCHEMA_VERSIONS_READ, STOCHASTIC_ROW_TOL, VERDICTS,
                                     LowerCertificate, Record, Tolerance, UpperWitness)
+from softrank.exact.rational import parse_rational
 from softrank.validated.errors import InputError
 
 MAX_INT = 2**63 - 1  # integer fields end up in int64 table columns
-MAX_DIGITS = 400  # longest numerator/denominator/mantissa accepted in a rational eps string
-MAX_EXPONENT = 999  # largest |exponent| accepted in a decimal eps string (three digits)
-_RATIONAL_RE = re.compile(rf"[+-]?(\d{{1,{MAX_DIGITS}}}(/\d{{1,{MAX_DIGITS}}})?|"
-                          rf"(\d{{1,{MAX_DIGITS}}}(\.\d{{0,{MAX_DIGITS}}})?|\.\d{{1,{MAX_DIGITS}}})([eE][+-]?\d{{1,3}})?)")
 
 
 class _Reader:
@@ -83,13 +80,7 @@ class _Reader:
             text, exact = str(value), Fraction(value)  # exact value of the binary64 number
         elif isinstance(value, str):
             text = value
-            if not _RATIONAL_RE.fullmatch(value.strip()):
-                self.fail(path, f"not a rational 'p/q' or decimal of at most {MAX_DIGITS} digits and exponent "
-                                f"at most {MAX_EXPONENT}: {_short(value)}")
-            try:
-                exact = Fraction(value.strip())
-            except (ValueError, ZeroDivisionError):
-                self.fail(path, f"not a rational number: {_short(value)}")
+            exact = parse_rational(value, self.where, path)  # bounded size; InputError names the field
         else:
             self.fail(path, f"expected a number or a string 'p/q', got {type(value).__name__}")
         if not (0 < exact < 1):

@@ -14,6 +14,7 @@ from fractions import Fraction
 
 from softrank.replay.record import Record
 from softrank.replay.rules import TRIVIAL_RULE, UPPER_RULE, Claim, check_lower_certificate
+from softrank.validated.float_bounds import binary64_environment_ok
 from softrank.validated.outcome import Check, Outcome
 from softrank.validated.softmax_enclosure import chi_upper, logits_balls, rowsoftmax_enclosure
 
@@ -64,7 +65,12 @@ def validated_verdict(k: int, lower: int | None, upper: int | None) -> str:
 
 
 def replay_record(record: Record, strict: bool = False) -> RecordResult:
-    """Replay one record (already read and validated by ``softrank.replay.reader``)."""
+    """Replay one record (already read and validated by ``softrank.replay.reader``).
+
+    The binary64 routes are used only when the floating-point environment is the one their rules
+    assume (``binary64_environment_ok``); otherwise every check runs in Arb balls, as with ``strict``.
+    """
+    strict = strict or not binary64_environment_ok()
     try:
         h = logits_balls(logits=record.logits, queries=record.queries, keys=record.keys,
                          scale=record.scale, bias=record.bias)

@@ -24,6 +24,23 @@ BINARY64_ASSUMPTIONS = [
 ]
 
 
+def binary64_environment_ok() -> bool:
+    """Does the floating-point environment match the binary64 rules' assumptions?
+
+    Checked on numpy's own arithmetic (elementwise and a BLAS dot product), every call, since a
+    library loaded later can switch the environment: round-to-nearest (a sum that lies 3/4 of an
+    ulp above 1 rounds up, and its negative rounds down), and gradual underflow (no flush-to-zero:
+    a product that is subnormal stays non-zero; no denormals-are-zero: a subnormal operand is not
+    read as 0).  When this is False the replay uses Arb balls throughout.
+    """
+    one, step = np.float64(1.0), np.float64(0.75 * 2.0**-52)
+    tiny, half = np.array([2.0**-1022]), np.array([0.5])
+    sub = np.array([2.0**-1074])
+    return bool(one + step == 1.0 + 2.0**-52 and -one - step == -(1.0 + 2.0**-52)
+                and (tiny * half)[0] == 2.0**-1023 and float(np.dot(tiny, half)) == 2.0**-1023
+                and (sub * np.array([2.0]))[0] == 2.0**-1073)
+
+
 def gamma(n: int) -> Fraction:
     """Higham's gamma_n = n u / (1 - n u), exact (requires n u < 1)."""
     nu = n * UNIT_ROUNDOFF

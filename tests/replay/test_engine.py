@@ -56,3 +56,13 @@ def test_the_replay_command_exits_3_on_a_contradiction(tmp_path, monkeypatch):
     summary = replay_store(tmp_path / "store", tmp_path / "out", jobs=1)
     assert summary.contradictions == 1 and summary.exit_code() == 3
     assert "contradiction" in summary.errors[0]
+
+
+def test_an_unexpected_float_environment_sends_every_check_to_arb(tmp_path, monkeypatch):
+    from softrank.replay import engine
+
+    record = _record(tmp_path, 1)
+    assert replay_record(record).tolerances[0].upper.route.startswith("binary64")
+    monkeypatch.setattr(engine, "binary64_environment_ok", lambda: False)  # as under flush-to-zero
+    (t,) = replay_record(record).tolerances
+    assert t.upper.route == "arb" and t.upper.proved

@@ -1,0 +1,36 @@
+"""The binary64 rules' environment check: round-to-nearest holds here, and a directed rounding
+mode set through C's ``fesetround`` is detected (the replay then uses Arb balls throughout)."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import platform
+
+import numpy as np
+
+from softrank.validated.float_bounds import binary64_environment_ok
+
+# <fenv.h> rounding-mode constants by architecture
+FE = {"x86_64": {"nearest": 0x000, "down": 0x400, "up": 0x800},
+      "aarch64": {"nearest": 0x000000, "down": 0x800000, "up": 0x400000}}[platform.machine()]
+
+
+def test_the_default_environment_is_the_assumed_one():
+    assert binary64_environment_ok()
+
+
+def test_a_directed_rounding_mode_is_detected():
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    seen = {}
+    try:
+        for mode in ("down", "up"):
+            assert libm.fesetround(FE[mode]) == 0
+            seen[mode] = binary64_environment_ok()
+            # the mode really changed numpy's arithmetic: 1 + 3/4 ulp no longer rounds to nearest
+            seen[mode + "-effective"] = bool(np.float64(1.0) + np.float64(0.75 * 2.0**-52) != 1.0 + 2.0**-52
+                                             or -np.float64(1.0) - np.float64(0.75 * 2.0**-52) != -(1.0 + 2.0**-52))
+    finally:
+        libm.fesetround(FE["nearest"])
+    assert seen == {"down": False, "down-effective": True, "up": False, "up-effective": True}
+    assert binary64_environment_ok()

@@ -4,7 +4,7 @@ One table maps each subcommand to the module that implements it.  A module expos
 ``configure(parser)`` (adds its arguments) and ``run(args) -> int`` (the exit code).  Modules are
 imported only when their subcommand runs, so ``softrank replay`` never imports torch.
 
-Malformed input raises ``softrank.validated.errors.InputError``; it is printed as one line on stderr and the
+``softrank --version`` prints the version.  Malformed input raises ``softrank.validated.errors.InputError``; it is printed as one line on stderr and the
 exit code is 2, with no traceback.
 """
 
@@ -14,6 +14,7 @@ import argparse
 import importlib
 import sys
 
+from softrank import __version__
 from softrank.validated.errors import InputError
 
 # subcommand -> (module, one-line help)
@@ -34,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="softrank", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)

@@ -1,5 +1,5 @@
-"""What every front end shares: one parser for tolerances, integer lists (ranks, layers, budgets)
-and counts, and one progress style (a rich bar on stderr, or nothing).
+"""What every front end shares: one parser for tolerances (binary64 or exact rational), integer
+lists (ranks, layers, budgets) and counts, and one progress style (a rich bar on stderr, or nothing).
 
 Each parser raises ``InputError("arguments", FIELD, ...)`` on bad input, which the command line
 prints as one line with exit code 2.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
+from fractions import Fraction
 from typing import Callable, Iterator
 
 from softrank.validated.errors import InputError
@@ -33,6 +34,16 @@ def parse_eps_list(text: str, field: str = "eps") -> list[float]:
     if not out:
         raise InputError("arguments", field, "no tolerance given")
     return sorted(set(out))
+
+
+def parse_eps_exact(text: str, field: str = "eps") -> Fraction:
+    """``"1/4"``, ``"0.25"`` or ``"1e-1"`` -> the exact rational it spells, strictly inside (0, 1)."""
+    from softrank.exact.rational import parse_rational
+
+    eps = parse_rational(str(text), "arguments", field)
+    if not 0 < eps < 1:
+        raise InputError("arguments", field, f"eps must lie in (0, 1), got {text}")
+    return eps
 
 
 def parse_int_list(text: str | None, field: str, minimum: int | None = 0) -> list[int] | None:
@@ -65,6 +76,16 @@ def check_count(value: int | None, field: str, minimum: int = 1) -> int | None:
     """A count argument (``--jobs``, ``--repeats``, ``--size``): an integer >= ``minimum``."""
     if value is not None and value < minimum:
         raise InputError("arguments", field, f"must be an integer >= {minimum}, got {value}")
+    return value
+
+
+def parse_count(text: str, field: str, minimum: int = 1) -> int:
+    """A count given as text (``--rank 3``): an integer >= ``minimum``."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise InputError("arguments", field, f"must be an integer >= {minimum}, got {text!r}") from None
+    check_count(value, field, minimum)
     return value
 
 

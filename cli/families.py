@@ -1,4 +1,5 @@
-"""``softrank families grid|gauge``: exact closure of the grid and gauge families (DESIGN section 6).
+"""``softrank families grid|gauge``: exact closure of the grid and gauge families (docs/families.md;
+proofs/family_grid.md, proofs/family_gauge.md).
 
     softrank families grid --r 2 --L 3 --eps 1/4 --json
     softrank families gauge --beta 1 --t 2 --json
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 
+from softrank.cli.common import parse_eps_exact
 from softrank.oracle.families import close_gauge_family, close_grid_family
 
 
@@ -31,7 +33,7 @@ def configure(parser) -> None:
 def run(args) -> int:
     t0 = time.perf_counter()
     if args.family == "grid":
-        out = close_grid_family(args.r, args.L, args.eps).as_json()
+        out = close_grid_family(args.r, args.L, parse_eps_exact(args.eps)).as_json()
     else:
         out = close_gauge_family(args.beta, args.t).as_json()
     out["seconds"] = round(time.perf_counter() - t0, 3)

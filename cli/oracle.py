@@ -13,6 +13,7 @@ import re
 from fractions import Fraction
 from pathlib import Path
 
+from softrank.cli.common import parse_count, parse_eps_exact
 from softrank.validated.errors import InputError
 
 
@@ -67,31 +68,12 @@ def read_matrix(path: str) -> list[list[Fraction]]:
     return as_matrix(rows, path, "matrix")
 
 
-def _eps(text: str) -> Fraction:
-    from softrank.exact.rational import parse_rational
-
-    eps = parse_rational(text, "--eps", "")
-    if not 0 < eps < 1:
-        raise InputError("--eps", "", f"eps must lie in (0, 1), got {text}")
-    return eps
-
-
-def _rank(text: str) -> int:
-    try:
-        k = int(text)
-    except ValueError:
-        raise InputError("--rank", "", f"rank must be an integer, got {text!r}") from None
-    if k < 0:
-        raise InputError("--rank", "", f"rank must be >= 0, got {k}")
-    return k
-
-
 def run(args) -> int:
     from softrank.exact.rational import fmt
     from softrank.oracle import decide, profile
 
-    eps = _eps(args.eps)
-    k = _rank(args.rank) if args.rank is not None else None
+    eps = parse_eps_exact(args.eps)
+    k = parse_count(args.rank, "rank", minimum=0) if args.rank is not None else None
     A = read_matrix(args.matrix)
     witness = read_matrix(args.witness) if args.witness else None
     if k is not None:

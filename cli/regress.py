@@ -17,17 +17,15 @@ Printed as rich tables and saved as parquet, csv and json in ``--out`` (default
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from collections import Counter, defaultdict
 from fractions import Fraction
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from softrank.cli.common import check_count
+from softrank.cli.tables import write_table
 from softrank.validated.errors import InputError
 
 VERDICTS = ("feasible", "impossible", "unresolved")
@@ -37,7 +35,7 @@ FROM = VERDICTS + ("none",)
 def configure(parser) -> None:
     parser.add_argument("replay_dir", help="folder with replay.parquet and verdicts.parquet (softrank replay --out)")
     parser.add_argument("--out", default=None, help="output folder (default: REPLAY_DIR/regress)")
-    parser.add_argument("--max-list", type=int, default=40, help="failures printed (all are saved)")
+    parser.add_argument("--max-list", type=int, default=40, help="failures printed, >= 0 (all are saved)")
 
 
 def _read(folder: Path, name: str) -> list[dict]:
@@ -94,14 +92,22 @@ def _upper_explanation(row: dict) -> str:
 
 
 def analyse(replay_rows: list[dict], verdict_rows: list[dict]) -> dict[str, list[dict]]:
-    by_key = {(r["record_id"], r.get("eps")): r for r in replay_rows if r.get("status") == "ok"}
+    ends, differences = _ends(replay_rows)
+    return {"transitions": _transitions(verdict_rows), "ends": ends, "failures": _failures(replay_rows, verdict_rows),
+            "end_differences": differences}
+
+
+def _transitions(verdict_rows: list[dict]) -> list[dict]:
     trans = Counter()
     for v in verdict_rows:
         f = v.get("float64_verdict") or "none"
         trans[(v.get("family") or "", v.get("eps") or "", f, v.get("validated_verdict") or "")] += 1
-    transitions = [{"family": fam, "eps": eps, "float64_verdict": f, "validated_verdict": val, "count": c}
-                   for (fam, eps, f, val), c in sorted(trans.items())]
+    return [{"family": fam, "eps": eps, "float64_verdict": f, "validated_verdict": val, "count": c}
+            for (fam, eps, f, val), c in sorted(trans.items())]
 
+
+def _failures(replay_rows: list[dict], verdict_rows: list[dict]) -> list[dict]:
+    by_key = {(r["record_id"], r.get("eps")): r for r in replay_rows if r.get("status") == "ok"}
     failures = []
     for v in verdict_rows:
         f, val = v.get("float64_verdict") or "", v.get("validated_verdict") or ""
@@ -118,8 +124,12 @@ def analyse(replay_rows: list[dict], verdict_rows: list[dict]) -> dict[str, list
                          "k": v.get("k"), "float64_verdict": f, "validated_verdict": val, "end": end,
                          "float64_end": f_end, "validated_end": v_end,
                          "contradiction": val in ("feasible", "impossible"), "reason": inequality})
+    return failures
 
-    ends = defaultdict(lambda: Counter())
+
+def _ends(replay_rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Per (family, eps): how many validated ends equal the float64 ones; and every end that differs."""
+    ends = defaultdict(Counter)
     differences = []
     for r in replay_rows:
         if r.get("status") != "ok":
@@ -138,12 +148,12 @@ def analyse(replay_rows: list[dict], verdict_rows: list[dict]) -> dict[str, list
                 why = f"validated lower above float64's ({r.get('lower_kind')}); " + why
             differences.append({"record_id": r["record_id"], "family": key[0], "eps": key[1], "end": end,
                                 "float64_end": fv, "validated_end": vv, "reason": why})
-    ends_rows = [{"family": fam, "eps": eps, "records": c["records"], "lower_equal": c["lower_equal"],
-                  "upper_equal": c["upper_equal"],
-                  "lower_equal_pct": 100.0 * c["lower_equal"] / c["records"] if c["records"] else 0.0,
-                  "upper_equal_pct": 100.0 * c["upper_equal"] / c["records"] if c["records"] else 0.0}
-                 for (fam, eps), c in sorted(ends.items())]
-    return {"transitions": transitions, "ends": ends_rows, "failures": failures, "end_differences": differences}
+    rows = [{"family": fam, "eps": eps, "records": c["records"], "lower_equal": c["lower_equal"],
+             "upper_equal": c["upper_equal"],
+             "lower_equal_pct": 100.0 * c["lower_equal"] / c["records"] if c["records"] else 0.0,
+             "upper_equal_pct": 100.0 * c["upper_equal"] / c["records"] if c["records"] else 0.0}
+            for (fam, eps), c in sorted(ends.items())]
+    return rows, differences
 
 
 _SCHEMAS = {
@@ -161,29 +171,11 @@ _SCHEMAS = {
 }
 
 
-def _atomic(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def save(tables: dict[str, list[dict]], out: Path) -> None:
+    """Each table as ``NAME.parquet``, ``NAME.csv`` and ``NAME.json`` in OUT (each file atomic)."""
     out.mkdir(parents=True, exist_ok=True)
     for name, rows in tables.items():
-        cols = _SCHEMAS[name]
-        table = pa.table({c: [r.get(c) for r in rows] for c, _ in cols}, schema=pa.schema(cols))
-        _atomic(out / f"{name}.parquet", lambda p, t=table: pq.write_table(t, p))
-        _atomic(out / f"{name}.csv", lambda p, t=table: pacsv.write_csv(t, p))
-
-        def write_json(p, rows=rows):
-            with open(p, "w", encoding="utf-8") as fh:
-                json.dump(rows, fh, indent=1)
-        _atomic(out / f"{name}.json", write_json)
+        write_table(out / name, rows, _SCHEMAS[name], formats=("parquet", "csv", "json"))
 
 
 def render(tables: dict[str, list[dict]], max_list: int) -> None:
@@ -222,6 +214,7 @@ def render(tables: dict[str, list[dict]], max_list: int) -> None:
 
 
 def run(args) -> int:
+    check_count(args.max_list, "max-list", minimum=0)
     folder = Path(args.replay_dir)
     if not folder.is_dir():
         raise InputError(str(folder), "", "not a folder")

@@ -4,7 +4,7 @@ Output (each file written atomically into OUT):
 
 - ``replay.parquet`` / ``replay.csv``: one row per (record, eps): float64 and validated
   brackets, chi, the route and outcome of the upper witness, the kind that proved the lower end,
-  and the assumptions of each acceptance.  A malformed record gets one row with status
+  and the assumptions each accepted check rests on.  A malformed record gets one row with status
   ``malformed`` and the error; a contradiction (validated L > validated U) status
   ``contradiction``, no verdict, and exit code 3.
 - ``verdicts.parquet`` / ``verdicts.csv``: one row per (record, eps, budget k): float64 verdict
@@ -16,17 +16,19 @@ from ``softrank.replay.engine``, this module only reads, times and tabulates.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import pyarrow as pa
 
+from softrank.cli.common import check_count, progress as progress_bar
 from softrank.cli.tables import write_table
-from softrank.replay.engine import RecordResult, replay_record, validated_verdict
+from softrank.replay.engine import RecordResult, replay_record
 from softrank.replay.reader import list_records, read_record
 from softrank.validated.errors import InputError
 from softrank.validated.outcome import Outcome
@@ -55,20 +57,21 @@ def configure(parser) -> None:
     parser.add_argument("store", help="store folder (records/ + index.csv)")
     parser.add_argument("--out", default=None, help="output folder for replay.{parquet,csv} (default: STORE/replay)")
     parser.add_argument("--strict", action="store_true", help="Arb balls throughout (no binary64 error-bound route)")
-    parser.add_argument("--jobs", type=int, default=1, help="records replayed in parallel (processes)")
+    parser.add_argument("--jobs", type=int, default=1, help="records replayed in parallel (processes, >= 1)")
     parser.add_argument("--quiet", action="store_true", help="only the summary line")
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
 
 
 def run(args) -> int:
+    jobs = check_count(args.jobs, "jobs")
     out = args.out or str(Path(args.store) / "replay")
-    progress = None
-    if not args.quiet and sys.stderr.isatty():
-        def progress(i, n):
-            print(f"\rreplay {i}/{n}", end="" if i < n else "\n", file=sys.stderr)
-    summary = replay_store(args.store, out, strict=args.strict, jobs=max(1, args.jobs), progress=progress)
+    shown = not args.quiet and sys.stderr.isatty()
+    total = len(list_records(args.store)) if shown else 0
+    with progress_bar(shown, total, "replay") as update:
+        summary = replay_store(args.store, out, strict=args.strict, jobs=jobs, progress=lambda done, _: update(done))
     for line in summary.errors:
         print(f"softrank replay: error: {line}", file=sys.stderr)
-    print(summary.line())
+    print(json.dumps(summary.as_json()) if args.json else summary.line())
     return summary.exit_code()
 
 
@@ -95,6 +98,10 @@ class ReplaySummary:
                 f"{self.upper_unresolved}; lower certificates proved {self.lower_proved}, not accepted "
                 f"{self.lower_rejected}; validated = float64 at {self.upper_agree}/{self.tolerances} upper "
                 f"and {self.lower_agree}/{self.tolerances} lower ends; table: {self.out}")
+
+    def as_json(self) -> dict:
+        """The counts, the error lines, the table path and the exit code, as one JSON object."""
+        return dict(asdict(self), exit_code=self.exit_code())
 
     def exit_code(self) -> int:
         return 3 if self.contradictions else 2 if self.malformed else 0
@@ -180,31 +187,28 @@ def replay_store(store, out, *, strict: bool = False, jobs: int = 1,
     tasks = [(f, strict) for f in folders]
     if jobs > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            results = pool.map(_replay_folder, tasks)
-            for i, res in enumerate(results):
-                _collect(res, rows, verdicts, summary)
-                if progress:
-                    progress(i + 1, len(tasks))
+            _collect_all(pool.map(_replay_folder, tasks), len(tasks), rows, verdicts, summary, progress)
     else:
-        for i, task in enumerate(tasks):
-            _collect(_replay_folder(task), rows, verdicts, summary)
-            if progress:
-                progress(i + 1, len(tasks))
+        _collect_all(map(_replay_folder, tasks), len(tasks), rows, verdicts, summary, progress)
     write_table(out / "replay", rows, REPLAY_COLUMNS)
     write_table(out / "verdicts", verdicts, VERDICT_COLUMNS)
     summary.out = str(out / "replay.parquet")
     return summary
 
 
-def _collect(res, rows, verdicts, summary: ReplaySummary) -> None:
-    r_rows, r_verdicts, result, error = res
-    rows.extend(r_rows)
-    verdicts.extend(r_verdicts)
-    if error:
-        summary.malformed += 1
-        summary.errors.append(error)
-    else:
-        summary.add(result)
+def _collect_all(results, total: int, rows: list[dict], verdicts: list[dict], summary: ReplaySummary,
+                 progress: Callable[[int, int], None] | None) -> None:
+    """Gather each record's rows into the tables and the summary, in store order."""
+    for i, (r_rows, r_verdicts, result, error) in enumerate(results):
+        rows.extend(r_rows)
+        verdicts.extend(r_verdicts)
+        if error:
+            summary.malformed += 1
+            summary.errors.append(error)
+        else:
+            summary.add(result)
+        if progress:
+            progress(i + 1, total)
 
 
-__all__ = ["replay_store", "ReplaySummary", "validated_verdict", "result_rows"]
+__all__ = ["replay_store", "ReplaySummary", "result_rows"]

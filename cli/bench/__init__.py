@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib
 
+from softrank.cli.common import check_count
+
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "replay": ("softrank.cli.bench.upper:main", "validated vs float64 time for upper witnesses"),
     "lower": ("softrank.cli.bench.lower:main", "validated vs float64 time for lower certificates"),
@@ -18,11 +20,12 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
 
 def configure(parser) -> None:
     parser.add_argument("name", choices=sorted(BENCHMARKS), help="which benchmark")
-    parser.add_argument("--repeats", type=int, default=5, help="timing repeats (median reported)")
+    parser.add_argument("--repeats", type=int, default=5, help="timing repeats, >= 1 (median reported)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
 
 
 def run(args) -> int:
+    check_count(args.repeats, "repeats")
     target, _ = BENCHMARKS[args.name]
     module_name, func = target.split(":")
     return int(getattr(importlib.import_module(module_name), func)(args) or 0)

@@ -1,4 +1,4 @@
-"""``softrank bench oracle``: the exact oracle's two timing targets (acceptance 4 of issue 5).
+"""``softrank bench oracle``: the exact oracle's two timing targets (docs/oracle.md).
 
 1. Full profile (every k up to rank A, with thresholds) of 3x3 rational cells: median seconds
    (target: under 2 s).
@@ -31,8 +31,7 @@ def main(args) -> int:
     from softrank.exact.lp import STATS
     from softrank.oracle import decide, profile
 
-    repeats = max(1, int(getattr(args, "repeats", 5) or 5))
-    quick = bool(getattr(args, "quick", False))
+    repeats, quick = args.repeats, bool(args.quick)
     rng = random.Random(20260)
     out: dict = {"benchmark": "oracle", "repeats": repeats}
 

@@ -1,4 +1,4 @@
-"""``softrank oracle``: the interface of issue 5, exactly; one-line errors with exit code 2."""
+"""``softrank oracle``: the interface of docs/oracle.md, exactly; one-line errors with exit code 2."""
 
 from __future__ import annotations
 
@@ -10,6 +10,11 @@ from fractions import Fraction as F
 import pytest
 
 from softrank.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # every command runs outside the checkout
 
 
 def softrank(*args):

@@ -1,0 +1,102 @@
+"""What the front ends share: the parsers for tolerances, integer lists and counts (one-line
+``InputError``), the progress bar, the typed table writer, and ``softrank replay``'s progress."""
+
+from __future__ import annotations
+
+import json
+import sys
+from argparse import Namespace
+from fractions import Fraction
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from softrank.cli.common import (check_count, parse_count, parse_eps_exact, parse_eps_list, parse_int_list,
+                                 progress)
+from softrank.cli.tables import write_table
+from softrank.validated.errors import InputError
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+
+def test_parse_eps_list():
+    assert parse_eps_list("0.35, 0.15,0.25,0.15") == [0.15, 0.25, 0.35]
+    for bad in ("", "0", "1", "abc", "0.2,1.5", " , "):
+        with pytest.raises(InputError):
+            parse_eps_list(bad)
+
+
+def test_parse_eps_exact():
+    assert parse_eps_exact("1/4") == Fraction(1, 4) and parse_eps_exact("0.1") == Fraction(1, 10)
+    for bad in ("0", "1", "3/2", "-1/4", "abc", "nan", "1/0"):
+        with pytest.raises(InputError, match="eps"):
+            parse_eps_exact(bad)
+
+
+def test_parse_int_list():
+    assert parse_int_list(None, "layers") is None
+    assert parse_int_list("0,2,4-6", "layers") == [0, 2, 4, 5, 6]
+    for bad in ("", "a", "-1", "1-", "0-1000000000"):
+        with pytest.raises(InputError, match="layers"):
+            parse_int_list(bad, "layers")
+    assert parse_int_list("-1", "k", minimum=None) == [-1]
+
+
+def test_counts():
+    assert check_count(3, "jobs") == 3 and check_count(None, "jobs") is None and check_count(0, "k", 0) == 0
+    assert parse_count("7", "rank", minimum=0) == 7 and parse_count(" 0 ", "rank", minimum=0) == 0
+    for value, minimum in ((0, 1), (-1, 0)):
+        with pytest.raises(InputError, match=f"must be an integer >= {minimum}"):
+            check_count(value, "jobs", minimum)
+    for bad in ("one", "-1", "1.5", ""):
+        with pytest.raises(InputError, match="rank"):
+            parse_count(bad, "rank", minimum=0)
+
+
+def test_progress_off_and_on(capsys):
+    with progress(False, 5, "x") as update:
+        update(3)
+    assert capsys.readouterr().err == ""
+    with progress(True, 2, "working") as update:
+        update(1)
+        update(2)
+    err = capsys.readouterr().err
+    assert "working" in err and "2/2" in err
+
+
+COLUMNS = [("name", pa.string()), ("k", pa.int64()), ("x", pa.float64()), ("ok", pa.bool_())]
+
+
+def test_write_table_typed_and_atomic(tmp_path):
+    rows = [{"name": "a", "k": 1, "x": 0.5, "ok": True, "ignored": 3}, {"name": "b"}]
+    table = write_table(tmp_path / "t", rows, COLUMNS, formats=("parquet", "csv", "json"))
+    assert table.schema == pa.schema(COLUMNS)
+    assert pq.read_table(tmp_path / "t.parquet").to_pylist() == [
+        {"name": "a", "k": 1, "x": 0.5, "ok": True}, {"name": "b", "k": None, "x": None, "ok": None}]
+    assert json.loads((tmp_path / "t.json").read_text()) == table.to_pylist()
+    assert (tmp_path / "t.csv").read_text().splitlines()[0] == '"name","k","x","ok"'
+    with pytest.raises(pa.ArrowInvalid):  # a bad row leaves the old files and no temporary behind
+        write_table(tmp_path / "t", [{"k": "not an int"}], COLUMNS)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv", "t.json", "t.parquet"]
+    assert pq.read_table(tmp_path / "t.parquet").num_rows == 2
+
+
+def test_replay_progress_is_the_shared_bar(tmp_path, capsys, monkeypatch):
+    from softrank.cli import main, replay
+
+    assert main(["demo", "--out", str(tmp_path), "--operators", "2", "--size", "24"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    args = Namespace(store=str(tmp_path / "store"), out=str(tmp_path / "r"), strict=False, jobs=1, quiet=False,
+                     json=False)
+    assert replay.run(args) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("replayed 2 records (0 malformed), 6 tolerances:")
+    assert "replay" in captured.err and "2/2" in captured.err and "━" in captured.err  # the shared rich bar
+    assert "replay 1/2" not in captured.err and "replay 2/2" not in captured.err  # not a hand-made counter
+    assert replay.run(Namespace(**{**vars(args), "quiet": True})) == 0
+    assert capsys.readouterr().err == ""

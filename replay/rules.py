@@ -1,4 +1,4 @@
-"""Every acceptance the replay makes is a registered rule (VeriPB-style rule registry).
+"""Every inequality the replay accepts comes from a registered rule (VeriPB-style rule registry).
 
 A rule has a name, the tuple of proof files it rests on, the side of the bracket it proves and a
 checker ``check(claim: Claim) -> Check``.  PROVED from a lower rule means ``r_eps(A) >= claim's
@@ -140,7 +140,7 @@ def check_projected(claim: Claim) -> Check:
 
 
 def check_decoder(claim: Claim) -> Check:
-    """kind "decoder": Lemma D with Lemma E; PROVED implies r_eps(A) >= lower."""
+    """kind "decoder": Lemma D; PROVED implies r_eps(A) >= lower."""
     def body() -> Check:
         m, n = claim.enclosure.a_mid.shape
         lower = _claimed_lower(claim)
@@ -159,7 +159,7 @@ TRIVIAL_RULE = Rule("trivial", "lower", (LEMMA_T,), check_trivial)
 LOWER_RULES: dict[str, Rule] = {
     "frobenius": Rule("frobenius", "lower", (LEMMA_F, LEMMA_E) + _COMMON, check_frobenius),
     "projected": Rule("projected", "lower", (LEMMA_P, LEMMA_E) + _COMMON, check_projected),
-    "decoder": Rule("decoder", "lower", (LEMMA_D, LEMMA_E) + _COMMON, check_decoder),
+    "decoder": Rule("decoder", "lower", (LEMMA_D,) + _COMMON, check_decoder),
 }
 RULES: tuple[Rule, ...] = (UPPER_RULE, TRIVIAL_RULE, *LOWER_RULES.values())
 

@@ -1,12 +1,8 @@
 """Proven bounds on norms of exact reals given by binary64 computations, for the lower
 certificates (Lemmas E, F, P, D).  Each bound is an exact rational, computed from the floats that
-were actually produced, using the a-priori rules of proofs/binary64_error_bounds.md:
-
-- R1 (non-negative sum): a sum of n non-negative floats, accumulated in any order, satisfies
-  ``(1 - gamma_{n}) S <= fl(S) <= (1 + gamma_{n}) S``.
-- R2 (one rounding): ``fl(x op y) = (x op y)(1 + d)``, ``|d| <= u``, plus at most ``eta`` absolute
-  for a product or a square that underflows.
-- R3 (dot product): ``|fl(x^T y) - x^T y| <= gamma_n |x|^T |y| + n eta``.
+were actually produced, by the rules R1 (sums of non-negative terms), R2 (one rounding) and R3
+(dot products), stated and proved in proofs/binary64_error_bounds.md; the functions here are its
+bounds N1-N5.
 
 The assumptions are ``softrank.validated.float_bounds.BINARY64_ASSUMPTIONS``.  Every function
 returns ``None`` when an intermediate is not finite (a bound is then unavailable, never small).
@@ -126,7 +122,7 @@ def nonneg_product_rowsum_upper(x: np.ndarray, y: np.ndarray) -> Fraction | None
     """``>= max_i sum_j (X Y)_ij`` for non-negative X (a x b) and Y (b x c), exact products.
 
     ``(X Y) 1 = X (Y 1)``: c_exact <= fl(Y 1) / (1 - gamma_c) (R1), then
-    ``X fl(Y 1) <= (fl(X fl(Y 1)) + b eta) / (1 - gamma_b)`` (R1 and R2)."""
+    ``X fl(Y 1) <= (fl(X fl(Y 1)) + b eta) / (1 - gamma_b)`` (R3, non-negative products)."""
     a, b = x.shape
     c = y.shape[1]
     if a == 0 or b == 0 or c == 0:

@@ -3,11 +3,11 @@
 
 binary64-bound route, with ``Z = fl(a_mid_S W)`` and ``D = fl(Z - I)``:
 
-    ||A_S W - I||_inf <= ||D||_inf / (1 - u)                 (R2: only the diagonal is rounded)
-                       + max_i sum_j |Z - a_mid_S W|_ij       (float_bounds Lemma B3)
-                       + max_i sum_j (a_rad_S |W|)_ij         (enclosure of A; R1, R3)
+    ||A_S W - I||_inf <= ||D||_inf / (1 - u)                 (R2a: only the diagonal is rounded)
+                       + max_i sum_j |Z - a_mid_S W|_ij       (B3)
+                       + max_i sum_j (a_rad_S |W|)_ij         (enclosure of A; N3)
 
-and ``max_j ||W_j||_1`` from R1.  The same terms with the other sign give a certain lower bound
+and ``max_j ||W_j||_1`` from N2 (rules: proofs/binary64_error_bounds.md).  The same terms with the other sign give a certain lower bound
 (REFUTED when it is >= 1).  The Arb route forms ``A_S W - I`` as a ball matrix.
 """
 

@@ -1,6 +1,6 @@
 """Proven a-priori error bounds for binary64 computations (proofs/binary64_error_bounds.md).
 
-Assumptions, stated in every acceptance that uses this module (``BINARY64_ASSUMPTIONS``):
+Assumptions, stated with every accepted check that uses this module (``BINARY64_ASSUMPTIONS``):
 IEEE 754 binary64 with round-to-nearest; every entry of a matrix product is a sum of products
 accumulated in some order (standard BLAS; no Strassen-type algorithm); no overflow (checked:
 a non-finite intermediate makes the bound unavailable, never small).

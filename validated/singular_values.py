@@ -12,7 +12,7 @@ and s sorted by decreasing absolute value:
 with ``c_lo <= sqrt((1 - f_u)(1 - f_v))`` and ``c_hi >= sqrt((1 + f_u)(1 + f_v))``.
 
 Two routes compute ``f_u, f_v, rho``: ``binary64-bound`` (BLAS products with the a-priori bounds
-of ``binary64_norms``) and ``arb`` (Arb ball matrices; M itself may be given as balls).
+of proofs/binary64_error_bounds.md, computed by ``binary64_norms``) and ``arb`` (Arb ball matrices; M itself may be given as balls).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def svd_bounds_binary64(m_f: np.ndarray, delta_f: Fraction = Fraction(0), svd=No
 
     Residual: ``P = fl(fl(U s) V^T)``, ``R = fl(m_f - P)``;
     ``||m_f - U S V^T||_F <= ||R||_F/(1-u) + ||P - (Us)_f V^T||_F + ||((Us)_f - U S) V^T||_F``
-    (R2, R3 of ``binary64_norms``).  None when a bound is unavailable (overflow, f >= 1)."""
+    (R2, R3 and N4 of proofs/binary64_error_bounds.md).  None when a bound is unavailable (overflow, f >= 1)."""
     a, b = m_f.shape
     u, s, vt = float_svd(m_f) if svd is None else svd
     if not (np.all(np.isfinite(u)) and np.all(np.isfinite(s)) and np.all(np.isfinite(vt))):
@@ -170,7 +170,7 @@ def singular_values_enclosed(b: SvdBounds) -> list[tuple[Fraction, Fraction]]:
 
 def tail_norm_enclosed(b: SvdBounds, k: int) -> tuple[Fraction, Fraction]:
     """Lemma E (tail form): ``lo <= t_k(M) = sqrt(sum_{i>k} sigma_i(M)^2) <= hi`` (lo >= 0).
-    ``||s_{>k}||_2^2`` is bounded from its binary64 evaluation by R3 (``binary64_norms``)."""
+    ``||s_{>k}||_2^2`` is bounded from its binary64 evaluation by N1 (R3) of proofs/binary64_error_bounds.md."""
     tail = np.ascontiguousarray(b.s[k:])
     sq_lo, sq_hi = frobenius_sq_lower(tail), frobenius_sq_upper(tail)
     if sq_lo is None or sq_hi is None:  # overflow of the float sum: exact rationals instead

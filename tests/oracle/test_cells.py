@@ -1,4 +1,4 @@
-"""The six kept cells (acceptance 1 of issue 5): stored exact verdicts and certificates.
+"""The six kept cells: stored exact verdicts and certificates.
 
 The stored certificates are re-checked exactly with no LP solver involved; then the oracle
 re-derives every stored verdict and profile.  ``special_unres1_stoch2`` was found by search

@@ -1,4 +1,4 @@
-"""Property test (acceptance 3 of issue 5): random rational cells up to 3x4.
+"""Property test of the oracle: random rational cells up to 3x4.
 
 For every cell: the unrestricted profile is exact (lower == upper; min(m, N) <= 3 means the
 reductions k = 0, 1, N - 1, m - 1 and k >= rank cover every k), every decision's certificate

@@ -1,4 +1,4 @@
-"""Acceptance 3 of the lower-certificate issue, measured before the fast path's bracketing lands:
+"""The lower certificates on the real panel, with a small producer independent of the fast path:
 
 1. extract operators from the two real models with ``softrank.cli.extract.extract_to_store``
    (default panels: 64 MiniLM operators at 256 x 256, 54 SmolLM2 common-prefix blocks at N = 128);

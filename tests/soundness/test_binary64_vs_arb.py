@@ -1,5 +1,5 @@
-"""The binary64-bound route against the Arb route (DESIGN section 8: the float-bound route is
-cross-checked against Arb): on random attention-like operators both enclose the same exact
+"""The binary64-bound route against the Arb route (the float-bound route is cross-checked
+against Arb): on random attention-like operators both enclose the same exact
 quantity, so their intervals must intersect, and both must reach the same decisions."""
 
 from __future__ import annotations

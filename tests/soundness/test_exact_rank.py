@@ -1,5 +1,5 @@
 """Validated L <= exact r_eps(A) <= validated U on small operators whose exact r_eps is known by
-construction (acceptance 4):
+construction:
 
 - block operators (logits c within p blocks, 0 across): A is block-constant, so r <= p (B = A);
   the block decoder satisfies Lemma D exactly in the regime of ``block_rank_is_exact``: r = p;

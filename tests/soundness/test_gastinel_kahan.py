@@ -1,4 +1,4 @@
-"""Gastinel-Kahan cross-check (acceptance 2 of issue 5): for square invertible rational A, the
+"""Gastinel-Kahan cross-check of the oracle: for square invertible rational A, the
 exact k = N - 1 threshold (kernel LPs) and the k = m - 1 threshold (cokernel LPs, one per
 orthant) both equal 1 / ||A^{-1}||_inf, computed independently by exact inversion."""
 

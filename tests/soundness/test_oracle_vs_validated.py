@@ -1,4 +1,4 @@
-"""Validated brackets versus the exact oracle (issue 5 acceptance 5, issue 4 item 4).
+"""Validated brackets versus the exact oracle.
 
 Random small cells with binary64-exact (dyadic) entries, so the validated side (zero-radius
 enclosure: the stored binary64 numbers read as exact reals) and the oracle see the same exact A.

@@ -1,5 +1,5 @@
-"""Acceptance 3 on operators extracted from a real model (slow: loads MiniLM): float64 lower
-certificates written by the small producer of tests/real_panel.py, replayed and regressed; the
+"""The lower certificates on operators extracted from a real model (slow: loads MiniLM): float64 lower
+certificates written by the small producer of tests/soundness/real_panel.py, replayed and regressed; the
 validated lower end equals the float64 one on >= 95% of (record, eps)."""
 
 from __future__ import annotations

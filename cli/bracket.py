@@ -12,6 +12,8 @@ from __future__ import annotations
 import statistics
 import time
 
+from softrank.cli.common import parse_eps_list
+from softrank.cli.common import progress as progress_bar
 from softrank.validated.errors import InputError
 
 
@@ -26,46 +28,22 @@ def configure(parser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def parse_eps(text: str) -> list[float]:
-    out = []
-    for part in str(text).split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            e = float(part)
-        except ValueError:
-            raise InputError("arguments", "eps", f"not a number: {part!r}")
-        if not 0 < e < 1:
-            raise InputError("arguments", "eps", f"eps must lie in (0, 1), got {part}")
-        out.append(e)
-    if not out:
-        raise InputError("arguments", "eps", "no tolerance given")
-    return sorted(set(out))
-
-
 def run_bracket(store, out=None, eps_list=(0.15, 0.25, 0.35), jobs: int = 2, mode: str = "fast",
                 progress: bool = True, label: str = "bracket") -> list[dict]:
-    """Bracket a store with a rich progress bar; returns the summary rows."""
-    from softrank.fastpath.bracket import bracket_store
+    """Bracket a store with a progress bar; returns the summary rows."""
+    from softrank.fastpath.bracket_store import bracket_store
     from softrank.replay.reader import list_records
 
     total = len(list_records(store))  # raises InputError if STORE is not a store
-    if not progress or total == 0:
-        return bracket_store(store, out, eps_list, jobs=jobs, mode=mode)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), transient=False) as bar:
-        task = bar.add_task(label, total=total)
+    with progress_bar(progress, total, label) as update:
         return bracket_store(store, out, eps_list, jobs=jobs, mode=mode,
-                             progress=lambda done, _total: bar.update(task, completed=done))
+                             progress=lambda done, _total: update(done))
 
 
 def run(args) -> int:
     if args.jobs < 1:
         raise InputError("arguments", "jobs", f"must be a positive integer, got {args.jobs}")
-    eps_list = parse_eps(args.eps)
+    eps_list = parse_eps_list(args.eps)
     t0 = time.perf_counter()
     rows = run_bracket(args.store, args.out, eps_list, jobs=args.jobs, mode=args.mode,
                        progress=not args.no_progress)

@@ -2,7 +2,8 @@
 
 For each record, C = P_m H P_N is formed from the logits (never from log A), T := X0 Y0^T with
 X0, Y0 the balanced factors of a float64 rank-r SVD of C (T is defined exactly by these binary64
-factors).  The SDP of DESIGN section 5 (cvxpy + Clarabel, untrusted) proposes dual weights (p, q)
+factors; ``softrank.fastpath.theorem.kappa``).  The SDP of proofs/kappa_duality_contrast.md
+(``fastpath/kappa_sdp.py``: cvxpy + Clarabel, untrusted) proposes dual weights (p, q)
 and a primal (S, c, d); ``softrank.validated.kappa_certificates`` turns them into
 
     lower  <= kappa(T) <= upper          (Arb balls; Lemmas K1, K1', K3)
@@ -20,8 +21,8 @@ from __future__ import annotations
 
 import json
 import statistics
-import time
 
+from softrank.cli.common import parse_int_list
 from softrank.validated.errors import InputError
 
 
@@ -35,23 +36,12 @@ def configure(parser) -> None:
     parser.add_argument("--out", default=None, metavar="CSV", help="write one row per record to this CSV file")
 
 
-def bracket_record(rec, r: int) -> dict:
-    from softrank.fastpath.kappa_sdp import balanced_factors, bracket_kappa
-    from softrank.fastpath.theorem import double_centre, logits_float
-
-    t0 = time.perf_counter()
-    x0, y0 = balanced_factors(double_centre(logits_float(rec)), r)
-    row = {"record": rec.record_id, "model": rec.provenance.get("model", ""), "layer": rec.provenance.get("layer"),
-           "head": rec.provenance.get("head")}
-    row.update(bracket_kappa(x0, y0).as_dict())
-    row["seconds_total"] = time.perf_counter() - t0
-    return row
-
-
 def run(args) -> int:
-    from softrank.fastpath.theorem import rank_list, select_records, write_rows_csv
+    from softrank.fastpath.files import write_csv
+    from softrank.fastpath.theorem.kappa import kappa_bracket_record
+    from softrank.fastpath.theorem.records import select_records
 
-    ranks = rank_list(args.rank, "kappa")
+    ranks = parse_int_list(args.rank, "rank", minimum=1)
     if args.limit is not None and args.limit < 1:
         raise InputError("kappa", "limit", "must be >= 1")
     recs = select_records(args.stores, args.records, args.limit, args.max_n)
@@ -60,7 +50,7 @@ def run(args) -> int:
     rows = []
     for i, rec in enumerate(recs):
         r = min(ranks[i % len(ranks)], min(rec.shape) - 1)
-        rows.append(bracket_record(rec, r))
+        rows.append(kappa_bracket_record(rec, r))
         if not args.json:
             x = rows[-1]
             print(f"{x['record']:<40} {x['m']}x{x['N']} r={x['r']:<2} kappa in [{x['lower']:.6g}, {x['upper']:.6g}] "
@@ -78,7 +68,7 @@ def run(args) -> int:
         "shapes": sorted({f"{x['m']}x{x['N']}" for x in rows}), "ranks": sorted({x["r"] for x in rows}),
     }
     if args.out:
-        write_rows_csv(args.out, rows)
+        write_csv(args.out, rows)
     if args.json:
         print(json.dumps({"summary": summary, "rows": rows}))
     else:

@@ -4,7 +4,7 @@ On its embedded default panel (DEFAULT_PANELS of ``softrank extract``: 64 all-Mi
 operators at 256 x 256 and 54 SmolLM2-135M common-prefix blocks at N = 128, stdlib documentation
 passages selected by seed 0) it
 
-1. extracts the operators (``extract_to_store``) into ``OUT/store``;
+1. extracts the operators (``softrank.fastpath.extract.extract_to_store``) into ``OUT/store``;
 2. brackets them in float64 at eps 0.15, 0.25, 0.35 (``softrank bracket``, in place);
 3. replays every witness and certificate with the validated checker into ``OUT/replay``;
 4. prints a table per family and eps: operators, median L, median U, median U/L, resolved share,
@@ -15,11 +15,13 @@ passages selected by seed 0) it
 from __future__ import annotations
 
 import csv
-import json
 import statistics
 import time
 from pathlib import Path
 
+from softrank.cli.common import parse_eps_list
+from softrank.cli.extract import progress_report
+from softrank.fastpath.files import write_csv, write_json
 from softrank.validated.errors import InputError
 
 MODELS = ("minilm", "smollm2")
@@ -41,88 +43,82 @@ def configure(parser) -> None:
 
 def _extraction_api():
     try:
-        from softrank.cli.extract import extract_to_store
+        from softrank.fastpath.extract import extract_to_store
     except ImportError as err:  # the extraction half of the fast path is missing
         raise InputError("softrank run", "extraction",
-                         f"the extraction API softrank.cli.extract.extract_to_store is not available ({err})")
+                         f"the extraction API softrank.fastpath.extract.extract_to_store is not available ({err})")
     return extract_to_store
 
 
-def run(args) -> int:
-    from rich.console import Console
-
-    from softrank.cli.bracket import parse_eps, run_bracket
-
+def _check_arguments(args) -> list[float]:
     if args.jobs < 1:
         raise InputError("arguments", "jobs", f"must be a positive integer, got {args.jobs}")
     for name in MODELS:
         n = getattr(args, name)
         if n is not None and n < 0:
             raise InputError("arguments", name, f"must be a non-negative integer, got {n}")
-    eps_list = parse_eps(args.eps)
+    return parse_eps_list(args.eps)
+
+
+def _extract(args, store: Path, console, progress: bool) -> None:
+    """Step 1: extract the panel into ``store`` (or reuse it with ``--reuse``)."""
+    have = (store / "records").is_dir() and any((store / "records").iterdir())
+    if args.reuse and have:
+        console.print(f"[bold]extract[/]: reusing {store}")
+        return
+    if have:
+        raise InputError(str(store), "store", "already holds records; remove it, choose another --out, or pass --reuse")
+    extract_to_store = _extraction_api()
+    for name in MODELS:
+        n = getattr(args, name)
+        if n == 0:
+            continue
+        opts = {}
+        if n is not None:
+            opts["max_operators"] = n
+        if args.device:
+            opts["device"] = args.device
+        with progress_report(progress, f"extract {name}") as report:
+            ids = extract_to_store(name, store, progress=report, **opts)
+        console.print(f"[bold]extract[/]: {len(ids)} operators from {name}")
+
+
+def run(args) -> int:
     import sys
 
+    from rich.console import Console
+
+    from softrank.cli.bracket import run_bracket
+    from softrank.cli.replay import replay_store
+
+    eps_list = _check_arguments(args)
     console = Console(stderr=False, width=None if sys.stdout.isatty() else 170)
     out = Path(args.out)
     store = out / "store"
     progress = not args.no_progress
     times: dict[str, float] = {}
 
-    # 1. extract
-    t0 = time.perf_counter()
-    have = (store / "records").is_dir() and any((store / "records").iterdir())
-    if args.reuse and have:
-        console.print(f"[bold]extract[/]: reusing {store}")
-    else:
-        if have:
-            raise InputError(str(store), "store", "already holds records; remove it, choose another --out, or pass --reuse")
-        extract_to_store = _extraction_api()
-        for name in MODELS:
-            n = getattr(args, name)
-            if n == 0:
-                continue
-            opts = {"progress": progress}
-            if n is not None:
-                opts["max_operators"] = n
-            if args.device:
-                opts["device"] = args.device
-            ids = extract_to_store(name, store, **opts)
-            console.print(f"[bold]extract[/]: {len(ids)} operators from {name}")
+    t0 = time.perf_counter()  # 1. extract
+    _extract(args, store, console, progress)
     times["extract"] = time.perf_counter() - t0
 
-    # 2. bracket (in place)
-    t0 = time.perf_counter()
+    t0 = time.perf_counter()  # 2. bracket (in place)
     rows = run_bracket(store, None, eps_list, jobs=args.jobs, progress=progress, label="bracket")
     times["bracket"] = time.perf_counter() - t0
 
-    # 3. validated replay
-    t0 = time.perf_counter()
-    from softrank.cli.replay import replay_store
-
+    t0 = time.perf_counter()  # 3. validated replay
     replay_dir = out / "replay"
-    summary = _replay(replay_store, store, replay_dir, args.jobs, progress)
+    with progress_report(progress, "replay") as report:
+        summary = replay_store(store, replay_dir, jobs=args.jobs, progress=report)
     times["replay"] = time.perf_counter() - t0
     for line in summary.errors:
         console.print(f"[red]replay error[/]: {line}")
 
-    # 4. summary
-    replay_rows = _read_replay(replay_dir / "replay.csv")
+    replay_rows = _read_replay(replay_dir / "replay.csv")  # 4. summary
     table = summarise(rows, replay_rows, eps_list)
     _write_summary(out, table, times)
     _print_table(console, table, times, summary)
     return 0 if not summary.malformed else 2
-
-
-def _replay(replay_store, store, replay_dir, jobs, progress):
-    if not progress:
-        return replay_store(store, replay_dir, jobs=jobs)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn()) as bar:
-        task = bar.add_task("replay", total=None)
-        return replay_store(store, replay_dir, jobs=jobs,
-                            progress=lambda done, total: bar.update(task, completed=done, total=total))
 
 
 def _read_replay(path: Path) -> dict[tuple[str, float], dict]:
@@ -185,12 +181,8 @@ def summarise(rows: list[dict], replay_rows: dict, eps_list) -> list[dict]:
 
 def _write_summary(out: Path, table: list[dict], times: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "summary.csv", "w", newline="", encoding="utf-8") as fh:
-        if table:
-            w = csv.DictWriter(fh, fieldnames=list(table[0]))
-            w.writeheader()
-            w.writerows(table)
-    (out / "summary.json").write_text(json.dumps({"table": table, "seconds": times}, indent=1), encoding="utf-8")
+    write_csv(out / "summary.csv", table, list(table[0]) if table else [])
+    write_json(out / "summary.json", {"table": table, "seconds": times})
 
 
 def _print_table(console, table: list[dict], times: dict, summary) -> None:

@@ -15,6 +15,7 @@ import json
 import statistics
 import time
 
+from softrank.cli.common import parse_int_list
 from softrank.validated.errors import InputError
 
 
@@ -40,10 +41,10 @@ def configure(parser) -> None:
 
 
 def _emit(args, summary: dict, rows: list[dict]) -> None:
-    from softrank.fastpath.theorem import write_rows_csv
+    from softrank.fastpath.files import write_csv
 
     if getattr(args, "out", None):
-        write_rows_csv(args.out, rows)
+        write_csv(args.out, rows)
     if args.json:
         print(json.dumps({"summary": summary, "rows": rows}))
     else:
@@ -51,69 +52,96 @@ def _emit(args, summary: dict, rows: list[dict]) -> None:
             print(f"{k:>36}: {v}")
 
 
-def run(args) -> int:
-    from softrank.fastpath import theorem as th
+def _perturbation(args) -> int:
+    from softrank.fastpath.theorem.perturbation import perturbation_suite
 
-    if args.check == "perturbation":
-        if args.random < 0 or args.adversarial < 0:
-            raise InputError("theorem perturbation", "random", "counts must be >= 0")
-        t0 = time.perf_counter()
-        res = th.perturbation_suite(args.random, args.adversarial, args.seed)
-        res["seconds"] = round(time.perf_counter() - t0, 2)
-        if args.json:
-            print(json.dumps(res))
-        else:
-            for k, v in res.items():
-                if k != "sharpness_sequence":
-                    print(f"{k:>30}: {v}")
-            for row in res["sharpness_sequence"]:
-                print(f"{'sharpness':>30}: a={row['a']} delta={row['delta']:g} ratio={row['ratio']:.12f} {row['outcome']}")
-        return 0 if res["counts"]["refuted"] == 0 else 1
-
-    ranks = th.rank_list(args.rank, f"theorem {args.check}")
-    if args.limit is not None and args.limit < 1:
-        raise InputError(f"theorem {args.check}", "limit", "must be >= 1")
-    recs = th.select_records(args.stores, args.records, args.limit, args.max_n)
+    if args.random < 0 or args.adversarial < 0:
+        raise InputError("theorem perturbation", "random", "counts must be >= 0")
     t0 = time.perf_counter()
+    res = perturbation_suite(args.random, args.adversarial, args.seed)
+    res["seconds"] = round(time.perf_counter() - t0, 2)
+    if args.json:
+        print(json.dumps(res))
+    else:
+        for k, v in res.items():
+            if k != "sharpness_sequence":
+                print(f"{k:>30}: {v}")
+        for row in res["sharpness_sequence"]:
+            print(f"{'sharpness':>30}: a={row['a']} delta={row['delta']:g} ratio={row['ratio']:.12f} {row['outcome']}")
+    return 0 if res["counts"]["refuted"] == 0 else 1
+
+
+def _tau_summary(rows: list[dict]) -> tuple[dict, int]:
+    refuted = sum(r["outcome"] == "refuted" for r in rows)
+    return {"proved": sum(r["outcome"] == "proved" for r in rows), "refuted": refuted,
+            "unresolved": sum(r["outcome"] == "unresolved" for r in rows),
+            "median_distance_over_tau": statistics.median(r["distance_validated_upper"] / r["tau_hat_validated"] for r in rows),
+            "max_tau_hat_minus_tau_lp": max(r["tau_hat_validated"] - r["tau_lp"] for r in rows),
+            "within_tau_certified": sum(r["within_tau_certified"] for r in rows),
+            "max_tau_bracket_rel_gap": max(r["tau_bracket_rel_gap"] for r in rows)}, refuted
+
+
+def _gauge_summary(rows: list[dict]) -> tuple[dict, int]:
+    refuted = sum(not r["kappa_le_gamma_validated"] for r in rows)
+    summary: dict = {}
+    for g in ("diagonal", "dense"):
+        ratios = [r["gamma_ratio"] for r in rows if r["gauge"] == g]
+        if ratios:
+            summary[f"{g}: gamma_ratio median/min/max"] = [round(statistics.median(ratios), 3),
+                                                           round(min(ratios), 3), round(max(ratios), 3)]
+            summary[f"{g}: share gamma moved > 10%"] = sum(abs(x - 1) > 0.1 for x in ratios) / len(ratios)
+    summary.update({"max ||A'-A||_inf (validated)": max(r["A_change_validated_upper"] for r in rows),
+                    "max |C'-C| (validated)": max(r["C_change_validated_upper"] for r in rows),
+                    "max |tau'-tau| (float LP)": max(r.get("tau_change", 0) for r in rows),
+                    "max rel change kappa(C) lower": max(r["kappa_lower_rel_change"] for r in rows),
+                    "kappa <= Gamma in every frame": refuted == 0})
+    return summary, refuted
+
+
+def _kappa_gamma_summary(rows: list[dict]) -> tuple[dict, int]:
+    refuted = sum(not (r["kappa_C_lower_le_gamma"] and r["kappa_T_lower_le_bal"]) for r in rows)
+    return {"all kappa(C) lower <= Gamma upper": all(r["kappa_C_lower_le_gamma"] for r in rows),
+            "all kappa(T) lower <= kappa_bal upper": all(r["kappa_T_lower_le_bal"] for r in rows),
+            "median Gamma / kappa(C) lower": statistics.median(r["gamma_over_kappa_C_lower"] for r in rows),
+            "median kappa_bal / kappa(T) upper": statistics.median(r["bal_over_kappa"] for r in rows)}, refuted
+
+
+def _record_rows(args, recs, ranks) -> list[dict]:
+    from softrank.fastpath.theorem.gauge import gauge_audit_record
+    from softrank.fastpath.theorem.kappa import kappa_gamma_record
+    from softrank.fastpath.theorem.tau import tau_check_record
+
     rows: list[dict] = []
     for i, rec in enumerate(recs):
         r = min(ranks[i % len(ranks)], min(rec.shape) - 1)
         if args.check == "tau":
-            rows.append(th.tau_check_record(rec, r))
+            rows.append(tau_check_record(rec, r))
         elif args.check == "gauge-audit":
-            rows.extend(th.gauge_audit_record(rec, r, seed=args.seed))
+            rows.extend(gauge_audit_record(rec, r, seed=args.seed))
         else:
-            rows.append(th.kappa_gamma_record(rec, r))
+            rows.append(kappa_gamma_record(rec, r))
+    return rows
+
+
+SUMMARIES = {"tau": _tau_summary, "gauge-audit": _gauge_summary, "kappa-gamma": _kappa_gamma_summary}
+
+
+def run(args) -> int:
+    from softrank.fastpath.theorem.records import select_records
+
+    if args.check == "perturbation":
+        return _perturbation(args)
+    ranks = parse_int_list(args.rank, "rank", minimum=1)
+    if args.limit is not None and args.limit < 1:
+        raise InputError(f"theorem {args.check}", "limit", "must be >= 1")
+    recs = select_records(args.stores, args.records, args.limit, args.max_n)
+    t0 = time.perf_counter()
+    rows = _record_rows(args, recs, ranks)
     summary: dict = {"check": args.check, "operators": len(recs), "rows": len(rows),
                      "seconds": round(time.perf_counter() - t0, 1)}
     refuted = 0
-    if args.check == "tau" and rows:
-        refuted = sum(r["outcome"] == "refuted" for r in rows)
-        summary.update({"proved": sum(r["outcome"] == "proved" for r in rows), "refuted": refuted,
-                        "unresolved": sum(r["outcome"] == "unresolved" for r in rows),
-                        "median_distance_over_tau": statistics.median(r["distance_validated_upper"] / r["tau_hat_validated"] for r in rows),
-                        "max_tau_hat_minus_tau_lp": max(r["tau_hat_validated"] - r["tau_lp"] for r in rows),
-                        "within_tau_certified": sum(r["within_tau_certified"] for r in rows),
-                        "max_tau_bracket_rel_gap": max(r["tau_bracket_rel_gap"] for r in rows)})
-    elif args.check == "gauge-audit" and rows:
-        refuted = sum(not r["kappa_le_gamma_validated"] for r in rows)
-        for g in ("diagonal", "dense"):
-            sel = [r for r in rows if r["gauge"] == g]
-            if sel:
-                summary[f"{g}: gamma_ratio median/min/max"] = [round(statistics.median(r["gamma_ratio"] for r in sel), 3),
-                                                               round(min(r["gamma_ratio"] for r in sel), 3),
-                                                               round(max(r["gamma_ratio"] for r in sel), 3)]
-                summary[f"{g}: share gamma moved > 10%"] = sum(abs(r["gamma_ratio"] - 1) > 0.1 for r in sel) / len(sel)
-        summary.update({"max ||A'-A||_inf (validated)": max(r["A_change_validated_upper"] for r in rows),
-                        "max |C'-C| (validated)": max(r["C_change_validated_upper"] for r in rows),
-                        "max |tau'-tau| (float LP)": max(r.get("tau_change", 0) for r in rows),
-                        "max rel change kappa(C) lower": max(r["kappa_lower_rel_change"] for r in rows),
-                        "kappa <= Gamma in every frame": refuted == 0})
-    elif rows:
-        refuted = sum(not (r["kappa_C_lower_le_gamma"] and r["kappa_T_lower_le_bal"]) for r in rows)
-        summary.update({"all kappa(C) lower <= Gamma upper": all(r["kappa_C_lower_le_gamma"] for r in rows),
-                        "all kappa(T) lower <= kappa_bal upper": all(r["kappa_T_lower_le_bal"] for r in rows),
-                        "median Gamma / kappa(C) lower": statistics.median(r["gamma_over_kappa_C_lower"] for r in rows),
-                        "median kappa_bal / kappa(T) upper": statistics.median(r["bal_over_kappa"] for r in rows)})
+    if rows:
+        extra, refuted = SUMMARIES[args.check](rows)
+        summary.update(extra)
     _emit(args, summary, rows)
     return 0 if refuted == 0 else 1

@@ -1,42 +1,55 @@
-"""Float64 brackets [L, U] of ``r_eps(A)`` and verdicts at rank budgets, written into records.
+"""Float64 brackets [L, U] of ``r_eps(A)`` and verdicts at rank budgets.
 
-``bracket_matrix(A, eps_list)`` runs the upper constructions (``fastpath/upper.py``) and the lower
-certificates (``fastpath/lower.py``) and returns, per eps, the best checked witness, the
-certificates that achieve the largest lower end, and the baseline (truncated SVD upper,
-Frobenius-tail lower) on the same operator.  ``bracket_record`` does this for one stored record
-and rewrites it with ``RecordWriter.from_record`` (only the best witness per eps and the
-certificates achieving max L are stored).
+``bracket_matrix(A, eps_list)`` runs the upper constructions (``fastpath/constructions.py``,
+``fastpath/rank_search.py``, ``fastpath/refine.py``) and the lower certificates
+(``fastpath/lower.py``, ``fastpath/decoder.py``) on one operator and returns, per eps, the best
+checked witness, the certificates that achieve the largest lower end, and the baseline (truncated
+SVD upper, Frobenius-tail lower) on the same operator.  Records and stores are bracketed by
+``fastpath/bracket_store.py``.
+
+The algorithm is a sequence of phases over a ``BracketState`` (tolerances from the largest eps
+down: a decoder valid at eps is valid at every smaller eps, a witness valid at eps at every
+larger one):
+
+1. ``scan_baseline``         SVD and truncated-SVD scan (the baseline upper end);
+2. ``tail_certificates``     Frobenius (the baseline lower end) and projected tails;
+3. ``decoder_certificates``  decoders, each eps started from the set of the next larger eps;
+4. ``search_constructions``  each later construction's least rank in the range left open;
+5. ``refine_witnesses``      (fast mode) one-rank steps down to ``L1_MAX_RANK``, large steps above;
+6. ``grow_decoders``         decoder growth past the LP's reach, where it can resolve the bracket;
+7. ``share_witnesses``       a witness checked at a smaller eps serves a larger one.
 
 Modes: ``fast`` (default) searches each later construction only below the best rank found so
-far, refines ranks up to ``L1_MAX_RANK`` by one-rank alternating-l1 steps (``upper.descend``) and
-higher ranks by large steps (``upper.shrink``, only where U > 2L); ``full`` finds every
-construction's own least rank (for the construction study; slower).
+far; ``full`` finds every construction's own least rank (for the construction study; slower).
 """
 
 from __future__ import annotations
 
-import os
+import dataclasses
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
+from softrank.fastpath import decoder as dec
 from softrank.fastpath import lower as low
-from softrank.fastpath import upper as up
+from softrank.fastpath.operator_cache import OperatorCache
+from softrank.fastpath.rank_search import MARGIN, Witness, search_ranks, tsvd_scan
+from softrank.fastpath.refine import descend, shrink
 
 DEFAULT_EPS = (0.15, 0.25, 0.35)
 BUDGETS = (8, 16, 32)
 FAST_ORDER = ("rpqr", "cpqr", "rwsvd", "altl1")
 ALL_CONSTRUCTIONS = ("tsvd", "rwsvd", "altl1", "cpqr", "rpqr", "reprows")
-PRODUCER = "softrank.fastpath.bracket 0.1"
+L1_CONSTRUCTIONS = ("altl1", "reprows")  # l1 fits: cost ~ m N k^2 per sweep
 L1_FULL_CAP = 96  # full mode: the l1 constructions are searched up to this rank (cost ~ k^2)
 L1_MAX_RANK = 48  # fast mode: alternating l1 / representative rows only below this rank
 
 
 def resolved(lower: int, upper: int | None, p: int) -> bool:
-    """DESIGN section 1: U <= 2L, or U - L <= 2, or U - L <= p/10 (p = min(m, N))."""
+    """A bracket is resolved (the criterion of the results table in README.md) when U <= 2L, or
+    U - L <= 2, or U - L <= p/10 (p = min(m, N))."""
     if upper is None:
         return False
     return upper <= 2 * lower or upper - lower <= 2 or (upper - lower) * 10 <= p
@@ -53,7 +66,7 @@ def verdict(k: int, lower: int, upper: int | None) -> str:
 @dataclass
 class EpsBracket:
     eps: float
-    witness: up.Witness | None
+    witness: Witness | None
     certificates: list[low.Certificate]
     lower: int
     upper: int | None
@@ -80,243 +93,172 @@ class Timer:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
 
 
+@dataclass
+class BracketState:
+    """Per-operator state of the phases, every dict keyed by eps."""
+
+    op: OperatorCache
+    eps_list: list[float]  # largest first
+    mode: str
+    timer: Timer
+    best: dict[float, Witness | None] = field(default_factory=dict)  # best checked witness
+    baseline_upper: dict[float, Witness | None] = field(default_factory=dict)  # truncated SVD
+    ranks: dict[float, dict[str, int | None]] = field(default_factory=dict)  # construction -> rank
+    certs: dict[float, list[low.Certificate]] = field(default_factory=dict)
+    baseline_lower: dict[float, int] = field(default_factory=dict)  # Frobenius tail, at least 1
+    lower: dict[float, int] = field(default_factory=dict)  # largest certified lower end
+
+    def upper(self, e: float) -> int:
+        """Rank of the best witness at eps e, or p when there is none."""
+        w = self.best[e]
+        return w.rank if w is not None else self.op.p
+
+    def add_certificate(self, e: float, c: low.Certificate) -> None:
+        """Keep ``c`` and raise the lower end to its L."""
+        self.certs[e].append(c)
+        self.lower[e] = c.lower
+
+
+def scan_baseline(s: BracketState) -> None:
+    with s.timer("svd"):
+        s.op.svd  # noqa: B018  (shared by tsvd, rwsvd, frobenius, projected)
+    with s.timer("tsvd"):
+        s.baseline_upper = tsvd_scan(s.op, s.eps_list)
+    s.best = dict(s.baseline_upper)
+    s.ranks = {e: {"tsvd": None if w is None else w.rank} for e, w in s.baseline_upper.items()}
+
+
+def tail_certificates(s: BracketState) -> None:
+    s.certs = {e: [] for e in s.eps_list}
+    for name, make in (("frobenius", low.frobenius_certificate), ("projected", low.projected_certificate)):
+        with s.timer(name):
+            for e in s.eps_list:
+                c = make(s.op, e)
+                if c is not None:
+                    s.certs[e].append(c)
+        if name == "frobenius":
+            s.baseline_lower = {e: max([1] + [c.lower for c in s.certs[e]]) for e in s.eps_list}
+
+
+def decoder_certificates(s: BracketState) -> None:
+    with s.timer("decoder"):
+        start = None
+        for e in s.eps_list:  # largest eps first: its set stays valid at smaller eps
+            c = dec.decoder_certificate(s.op, e, s.upper(e), start=start)
+            s.certs[e].append(c)
+            start = c
+    s.lower = {e: max(c.lower for c in s.certs[e]) for e in s.eps_list}
+
+
+def _search_range(s: BracketState, name: str, e: float) -> tuple[int, int]:
+    """Ranks [lo, hi] where construction ``name`` is searched at eps e."""
+    cur = s.upper(e)
+    lo = max(s.lower[e], 1)
+    hi = cur - 1 if s.mode == "fast" else s.op.p
+    if s.mode == "fast" and name in L1_CONSTRUCTIONS and cur > L1_MAX_RANK:
+        hi = -1  # hopeless range for the l1 fits: skip this eps
+    if s.mode == "full" and name in L1_CONSTRUCTIONS:
+        hi = min(hi, L1_FULL_CAP)
+    return lo, hi
+
+
+def search_constructions(s: BracketState, constructions=None) -> None:
+    default = FAST_ORDER if s.mode == "fast" else ALL_CONSTRUCTIONS
+    names = [n for n in (constructions or default) if n != "tsvd"]
+    if s.mode == "fast":  # the l1 fits cost ~ m N k^2 per sweep: only where the ranks are moderate
+        moderate = min(s.upper(e) for e in s.eps_list) <= L1_MAX_RANK
+        names = [n for n in names if n not in L1_CONSTRUCTIONS or moderate]
+    for name in names:
+        ranges = {e: _search_range(s, name, e) for e in s.eps_list}
+        with s.timer(name):
+            found = search_ranks(s.op, name, s.eps_list, {e: r[0] for e, r in ranges.items()},
+                                 {e: r[1] for e, r in ranges.items()})
+        for e in s.eps_list:
+            w = found.get(e)
+            s.ranks[e][name] = None if w is None else w.rank
+            if w is not None and (s.best[e] is None or w.rank < s.best[e].rank):
+                s.best[e] = w
+
+
+def refine_witnesses(s: BracketState) -> None:
+    """Fast mode: alternating-l1 steps down from the best witnesses."""
+    with s.timer("altl1"):
+        for e in s.eps_list:  # continuation: drop components of the best witness, refit
+            w = s.best[e]
+            if w is not None and s.lower[e] < w.rank <= L1_MAX_RANK:
+                s.best[e] = descend(s.op, w, e - MARGIN, s.lower[e])
+    with s.timer("altl1"):
+        asc = sorted(s.eps_list)  # high ranks: large steps down, smallest eps first (its witness
+        for j, e in enumerate(asc):  # holds at every larger eps and starts the next search)
+            w = min((s.best[x] for x in asc[:j + 1] if s.best[x] is not None and s.best[x].error <= e - MARGIN),
+                    key=lambda w: w.rank, default=None)
+            if w is not None and w.rank > L1_MAX_RANK and 2 * s.lower[e] < w.rank:
+                s.best[e] = shrink(s.op, w, e - MARGIN, s.lower[e])
+
+
+def _growth_goal(s: BracketState, e: float) -> int:
+    """The least lower end that would resolve the bracket at eps e (the upper end if none)."""
+    upper = s.upper(e)
+    return next((g for g in range(s.lower[e], upper + 1) if resolved(g, upper, s.op.p)), upper)
+
+
+def grow_decoders(s: BracketState) -> None:
+    """Decoder growth past the LP's reach, only where it can resolve the bracket."""
+    with s.timer("decoder"):
+        grown = None  # a decoder valid at a larger eps is valid here too
+        for e in s.eps_list:
+            if grown is not None and grown.lower > s.lower[e]:
+                s.add_certificate(e, grown)
+            goal = _growth_goal(s, e)
+            cands = [c for c in s.certs[e] if c.kind == "decoder"] + ([grown] if grown is not None else [])
+            start = max(cands, key=lambda c: c.lower, default=None)
+            if start is None or goal <= s.lower[e] or goal - s.lower[e] > dec.SMOOTH_TRIES:
+                continue
+            c = dec.grow_decoder_smooth(s.op, start, e, goal)
+            if c.lower > s.lower[e]:
+                s.add_certificate(e, c)
+                grown = c
+
+
+def share_witnesses(s: BracketState) -> None:
+    """A witness checked at a smaller eps also holds at a larger one."""
+    for i, e in enumerate(s.eps_list):
+        for e2 in s.eps_list[i + 1:]:  # smaller eps
+            w = s.best[e2]
+            if w is not None and (s.best[e] is None or w.rank < s.best[e].rank) and w.error <= e - MARGIN:
+                s.best[e] = dataclasses.replace(w)
+
+
+def eps_bracket(s: BracketState, e: float) -> EpsBracket:
+    """The result at eps e: one certificate per kind achieving the lower end."""
+    top = s.lower[e]
+    uniq: dict[str, low.Certificate] = {}
+    for c in s.certs[e]:
+        if c.lower == top and c.kind not in uniq:
+            uniq[c.kind] = c
+    by_kind: dict[str, int] = {}
+    for c in s.certs[e]:
+        by_kind[c.kind] = max(by_kind.get(c.kind, 0), c.lower)
+    w, bu = s.best[e], s.baseline_upper[e]
+    return EpsBracket(eps=e, witness=w, certificates=list(uniq.values()), lower=top,
+                      upper=None if w is None else w.rank, baseline_lower=s.baseline_lower[e],
+                      baseline_upper=None if bu is None else bu.rank, ranks=s.ranks[e],
+                      lower_by_kind=by_kind)
+
+
 def bracket_matrix(A: np.ndarray, eps_list=DEFAULT_EPS, mode: str = "fast", constructions=None,
                    timer: Timer | None = None) -> dict[float, EpsBracket]:
     """Bracket ``r_eps(A)`` for each eps in float64 (see module docstring)."""
     if mode not in ("fast", "full"):
         raise ValueError(f"mode must be 'fast' or 'full', got {mode!r}")
-    timer = timer or Timer()
-    eps_list = sorted({float(e) for e in eps_list}, reverse=True)
-    ctx = up.Context(A)
-    p = ctx.p
-
-    with timer("svd"):
-        ctx.svd  # noqa: B018  (shared by tsvd, rwsvd, frobenius, projected)
-    with timer("tsvd"):
-        base_up = up.tsvd_scan(ctx, eps_list)
-    best: dict[float, up.Witness | None] = dict(base_up)
-    ranks: dict[float, dict[str, int | None]] = {e: {"tsvd": None if base_up[e] is None else base_up[e].rank} for e in eps_list}
-
-    certs: dict[float, list[low.Certificate]] = {e: [] for e in eps_list}
-    with timer("frobenius"):
-        for e in eps_list:
-            c = low.frobenius_certificate(ctx, e)
-            if c is not None:
-                certs[e].append(c)
-    base_low = {e: max([1] + [c.lower for c in certs[e]]) for e in eps_list}
-    with timer("projected"):
-        for e in eps_list:
-            c = low.projected_certificate(ctx, e)
-            if c is not None:
-                certs[e].append(c)
-    with timer("decoder"):
-        start = None
-        for e in eps_list:  # largest eps first: its set stays valid at smaller eps
-            cap = best[e].rank if best[e] is not None else p
-            c = low.decoder_certificate(ctx, e, cap, start=start)
-            certs[e].append(c)
-            start = c
-    L = {e: max(c.lower for c in certs[e]) for e in eps_list}
-
-    names = [n for n in (constructions or (FAST_ORDER if mode == "fast" else ALL_CONSTRUCTIONS)) if n != "tsvd"]
-    if mode == "fast":  # the l1 fits cost ~ m N k^2 per sweep: only where the ranks are moderate
-        names = [n for n in names if n not in ("altl1", "reprows")
-                 or min((best[e].rank if best[e] is not None else p) for e in eps_list) <= L1_MAX_RANK]
-    for name in names:
-        lo, hi = {}, {}
-        for e in eps_list:
-            cur = best[e].rank if best[e] is not None else p
-            lo[e] = max(L[e], 1)
-            hi[e] = cur - 1 if mode == "fast" else p
-            if mode == "fast" and name in ("altl1", "reprows") and cur > L1_MAX_RANK:
-                hi[e] = -1  # hopeless range for the l1 fits: skip this eps
-            if mode == "full" and name in ("altl1", "reprows"):
-                hi[e] = min(hi[e], L1_FULL_CAP)
-            # a witness at a smaller eps is one at a larger eps: narrow the range
-        with timer(name):
-            found = up.search_ranks(ctx, name, eps_list, lo, hi)
-        for e in eps_list:
-            w = found.get(e)
-            ranks[e][name] = None if w is None else w.rank
-            if w is not None and (best[e] is None or w.rank < best[e].rank):
-                best[e] = w
+    s = BracketState(op=OperatorCache(A), eps_list=sorted({float(e) for e in eps_list}, reverse=True),
+                     mode=mode, timer=timer or Timer())
+    scan_baseline(s)
+    tail_certificates(s)
+    decoder_certificates(s)
+    search_constructions(s, constructions)
     if mode == "fast":
-        with timer("altl1"):
-            for e in eps_list:  # continuation: drop components of the best witness, refit
-                if best[e] is not None and L[e] < best[e].rank <= L1_MAX_RANK:
-                    best[e] = up.descend(ctx, best[e], e - up.MARGIN, L[e])
-        with timer("altl1"):
-            asc = sorted(eps_list)  # high ranks: large steps down, smallest eps first (its witness
-            for j, e in enumerate(asc):  # holds at every larger eps and starts the next search)
-                w = min((best[x] for x in asc[:j + 1] if best[x] is not None and best[x].error <= e - up.MARGIN),
-                        key=lambda w: w.rank, default=None)
-                if w is not None and w.rank > L1_MAX_RANK and 2 * L[e] < w.rank:
-                    best[e] = up.shrink(ctx, w, e - up.MARGIN, L[e])
-    # decoder growth past the LP's reach, only where it can resolve the bracket
-    with timer("decoder"):
-        grown = None  # a decoder valid at a larger eps is valid here too
-        for e in eps_list:
-            if grown is not None and grown.lower > L[e]:
-                certs[e].append(grown)
-                L[e] = grown.lower
-            w = best[e]
-            upper = w.rank if w is not None else p
-            goal = next((g for g in range(L[e], upper + 1) if resolved(g, upper, p)), upper)
-            cands = [c for c in certs[e] if c.kind == "decoder"] + ([grown] if grown is not None else [])
-            start = max(cands, key=lambda c: c.lower, default=None)
-            if start is None or goal <= L[e] or goal - L[e] > low.SMOOTH_TRIES:
-                continue
-            c = low.grow_decoder_smooth(ctx, start, e, goal)
-            if c.lower > L[e]:
-                certs[e].append(c)
-                L[e] = c.lower
-                grown = c
-    # a witness checked at a smaller eps also holds at a larger one
-    for i, e in enumerate(eps_list):
-        for e2 in eps_list[i + 1:]:  # smaller eps
-            w = best[e2]
-            if w is not None and (best[e] is None or w.rank < best[e].rank) and w.error <= e - up.MARGIN:
-                best[e] = up.Witness(w.rank, w.X, w.Y, w.construction, w.error)
-
-    out = {}
-    for e in eps_list:
-        top = L[e]
-        kept = [c for c in certs[e] if c.lower == top]
-        # one certificate per kind is enough
-        seen, uniq = set(), []
-        for c in kept:
-            if c.kind not in seen:
-                uniq.append(c)
-                seen.add(c.kind)
-        by_kind = {}
-        for c in certs[e]:
-            by_kind[c.kind] = max(by_kind.get(c.kind, 0), c.lower)
-        w = best[e]
-        bu = base_up[e]
-        out[e] = EpsBracket(eps=e, witness=w, certificates=uniq, lower=top,
-                            upper=None if w is None else w.rank, baseline_lower=base_low[e],
-                            baseline_upper=None if bu is None else bu.rank, ranks=ranks[e],
-                            lower_by_kind=by_kind)
-    return out
-
-
-def bracket_record(folder, out_store, eps_list=DEFAULT_EPS, mode: str = "fast") -> list[dict]:
-    """Bracket one stored record and write it (with its tolerances) into ``out_store``.
-    Returns one summary row per eps."""
-    from softrank.fastpath.writer import RecordWriter
-    from softrank.replay.reader import read_record
-
-    t0 = time.perf_counter()
-    record = read_record(folder)
-    timer = Timer()
-    result = bracket_matrix(record.a_hat, eps_list, mode=mode, timer=timer)
-    writer = RecordWriter.from_record(out_store, record, provenance_update={"bracketed_by": PRODUCER})
-    try:
-        for e in sorted(result):
-            b = result[e]
-            upper = None if b.witness is None else (b.witness.X, b.witness.Y, b.witness.construction)
-            writer.add_tolerance(e, upper=upper, lower=[c.as_record() for c in b.certificates],
-                                 float64={"lower": b.lower, "upper": b.upper, "verdicts": b.verdicts})
-        writer.commit()
-    except BaseException:
-        writer.abort()
-        raise
-    seconds = time.perf_counter() - t0
-    prov = record.provenance
-    m, n = record.shape
-    rows = []
-    for e in sorted(result):
-        b = result[e]
-        row = {"record_id": record.record_id, "model": str(prov.get("model", "")),
-               "family": str(prov.get("family", "")), "layer": prov.get("layer"), "head": prov.get("head"),
-               "m": m, "N": n, "eps": e, "lower": b.lower, "upper": b.upper,
-               "lower_kind": "+".join(c.kind for c in b.certificates),
-               "upper_construction": None if b.witness is None else b.witness.construction,
-               "resolved": resolved(b.lower, b.upper, min(m, n)),
-               "baseline_lower": b.baseline_lower, "baseline_upper": b.baseline_upper,
-               "baseline_resolved": resolved(b.baseline_lower, b.baseline_upper, min(m, n)),
-               "seconds": seconds}
-        for name in ALL_CONSTRUCTIONS:
-            row[f"rank_{name}"] = b.ranks.get(name)
-        for kind in ("frobenius", "projected", "decoder"):
-            row[f"lower_{kind}"] = b.lower_by_kind.get(kind)
-        for name, s in timer.seconds.items():
-            row[f"time_{name}"] = s
-        rows.append(row)
-    return rows
-
-
-def limit_threads() -> None:
-    """One BLAS thread per process (the pool supplies the parallelism; oversubscribed BLAS
-    threads make a 128 x 128 SVD 20 times slower on two shared cores)."""
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, "1")
-    try:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(1)
-    except Exception:
-        pass
-
-
-def _worker(args):
-    folder, out_store, eps_list, mode = args
-    limit_threads()
-    return bracket_record(folder, out_store, eps_list, mode)
-
-
-def bracket_store(store, out_store=None, eps_list=DEFAULT_EPS, jobs: int = 1, mode: str = "fast",
-                  progress=None) -> list[dict]:
-    """Bracket every record of ``store`` (into ``out_store``, default in place) with a process
-    pool of ``jobs`` workers; returns the summary rows and writes ``bracket.csv`` next to the
-    records.  ``progress(done, total)`` is called after each record."""
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    from softrank.replay.reader import list_records
-
-    from softrank.fastpath.writer import write_index
-
-    out_store = Path(out_store or store)
-    folders = list_records(store)
-    tasks = [(str(f), str(out_store), tuple(eps_list), mode) for f in folders]
-    rows: list[dict] = []
-    if jobs > 1 and len(tasks) > 1:
-        import multiprocessing
-
-        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-            os.environ[var] = "1"  # read by numpy's BLAS when a spawned worker imports it
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            futures = [pool.submit(_worker, t) for t in tasks]
-            for i, fut in enumerate(as_completed(futures)):
-                rows.extend(fut.result())
-                if progress:
-                    progress(i + 1, len(tasks))
-    else:
-        limit_threads()
-        for i, t in enumerate(tasks):
-            rows.extend(bracket_record(*t))
-            if progress:
-                progress(i + 1, len(tasks))
-    rows.sort(key=lambda r: (r["record_id"], r["eps"]))
-    write_index(out_store)
-    write_rows(out_store / "bracket.csv", rows)
-    return rows
-
-
-def write_rows(path: Path, rows: list[dict]) -> None:
-    import csv
-    import tempfile
-
-    keys: list[str] = []
-    for r in rows:
-        for k in r:
-            if k not in keys:
-                keys.append(k)
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=".bracket-", suffix=".csv", dir=path.parent)
-    with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, path)
+        refine_witnesses(s)
+    grow_decoders(s)
+    share_witnesses(s)
+    return {e: eps_bracket(s, e) for e in s.eps_list}

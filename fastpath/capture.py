@@ -237,10 +237,3 @@ def capturing(model, family: str, layers: set[int] | None = None, stop_early: bo
             yield session
         except CaptureComplete:
             pass
-
-
-def rowsoftmax64(logits: np.ndarray) -> np.ndarray:
-    """float64 row softmax of float64 logits (max-shifted)."""
-    h = np.asarray(logits, dtype=np.float64)
-    z = np.exp(h - h.max(axis=1, keepdims=True))
-    return z / z.sum(axis=1, keepdims=True)

@@ -1,4 +1,4 @@
-"""Rank each upper construction needs relative to the best one (issue 3, item 3).
+"""Rank each upper construction needs relative to the best one (the construction study).
 
 Reads the ``bracket.csv`` of a store bracketed with ``softrank bracket --mode full`` (every
 construction searched for its own least rank) and prints, per family and eps, the median over

@@ -1,4 +1,4 @@
-"""Untrusted solvers for the intrinsic size kappa(T) (DESIGN section 5).
+"""Untrusted solvers for the intrinsic size kappa(T) (proofs/kappa_duality_contrast.md).
 
 ``solve_kappa_sdp(X0, Y0)``: the small SDP over M = S S^T,
 

@@ -1,47 +1,29 @@
 """Lower certificates (untrusted, float64), in the record fields of docs/record-format.md.
 
-Each certificate proves ``r_eps(A) >= L`` once the validated replay confirms it (DESIGN section 4):
+Each certificate proves ``r_eps(A) >= L`` once the validated replay confirms it (the lemmas are
+in proofs/: ``lemma_F_frobenius_tail.md``, ``lemma_P_projected_tail.md``,
+``lemma_D_contractive_decoder.md``):
 
 - ``frobenius`` (Lemma F): ``sum_{i>k} sigma_i(A)^2 > m eps^2`` gives L = k + 1;
 - ``projected`` (Lemma P): rows S, W (N x q) a truncated pseudoinverse ``V_q Sigma_q^{-1}`` of
   A_S, ``sum_{i>k} sigma_i(A_S W)^2 > s eps^2 omega^2`` gives L = k + 1;
 - ``decoder`` (Lemma D): rows S (p of them) and W (N x p) with
-  ``||A_S W - I_p||_inf + eps max_j ||W_j||_1 < 1`` gives L = p.  For a given S the best W is a
-  linear program (HiGHS); S is found by a cheap greedy first-fit with exact right inverses (from
-  the set found at the next larger eps and from one row), then a binary search over prefixes of
-  the pivoted-QR row order (a prefix of a valid set is valid: drop rows of S and the matching
-  columns of W), then greedy growth with the LP over further candidate rows (``GROW_TRIES``,
-  ``GROW_PATIENCE``).  The LP runs only while p^2 N <= ``LP_WORK``.
+  ``||A_S W - I_p||_inf + eps max_j ||W_j||_1 < 1`` gives L = p; found by ``fastpath/decoder.py``.
 
-Every certificate returned here satisfies its inequality in float64 with a relative margin of at
+Every certificate returned satisfies its inequality in float64 with a relative margin of at
 least ``MARGIN`` so that the validated replay (which charges rounding, singular-value accuracy and
 chi ~ 1e-15) confirms it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import linprog, minimize
-from scipy.special import logsumexp, softmax
 
-from softrank.fastpath.upper import Context
+from softrank.fastpath.operator_cache import OperatorCache
 
 MARGIN = 1e-9
-LP_MAXITER = 20000  # iterations per decoder LP (a stalled LP counts as "no certificate")
-LP_TIME_LIMIT = 5.0  # seconds, a guard only
-LP_WORK = 16 * 16 * 256  # decoder LPs only for p^2 N <= LP_WORK (p <= 16 at N = 256, 22 at N = 128):
-#                          the LP has p^2 residual rows with N entries each (~1 s at p = 20, N = 256)
-LP_MAX_COLS = 256  # decoder LP: W supported on at most this many columns (the largest of A_S)
-GROW_TRIES = 20  # step 3 of decoder_certificate: candidate rows tried with the LP ...
-GROW_PATIENCE = 5  # ... stopping after this many failures in a row
-SMOOTH_STAGES = ((0.05, 1e-3), (0.02, 3e-4), (0.005, 1e-4))  # (mu, delta) of the smoothed value
-SMOOTH_ITERS = 300  # nonlinear CG iterations per stage
-SMOOTH_TRIES = 16  # grow_decoder_smooth: candidate rows tried ...
-SMOOTH_PATIENCE = 4  # ... stopping after this many failures in a row
-LP_METHOD = "highs-ipm"  # interior point + crossover: 4-7x faster than dual simplex at p >= 20
 
 
 @dataclass
@@ -78,278 +60,25 @@ def tail_lower(s: np.ndarray, threshold: float) -> tuple[int, float]:
     return k + 1, float(tails[k] / threshold - 1) if threshold > 0 else float("inf")
 
 
-def frobenius_certificate(ctx: Context, eps: float) -> Certificate | None:
-    _, s, _ = ctx.svd
-    L, slack = tail_lower(s, ctx.m * eps * eps)
+def frobenius_certificate(op: OperatorCache, eps: float) -> Certificate | None:
+    _, s, _ = op.svd
+    L, slack = tail_lower(s, op.m * eps * eps)
     return Certificate("frobenius", L, margin=slack) if L >= 1 else None
 
 
-def projected_certificate(ctx: Context, eps: float) -> Certificate | None:
+def projected_certificate(op: OperatorCache, eps: float) -> Certificate | None:
     """S = all rows, W = V_q Sigma_q^{-1} for a few q; the best L."""
-    A = ctx.A
-    _, s, Vt = ctx.svd
+    A = op.A
+    _, s, Vt = op.svd
     best = None
-    qs = sorted({q for q in (4, 8, 16, 32, 64, 128, ctx.p) if q <= ctx.p})
+    qs = sorted({q for q in (4, 8, 16, 32, 64, 128, op.p) if q <= op.p})
     for q in qs:
         if s[q - 1] <= s[0] * 1e-10:
             continue
         W = Vt[:q].T / s[:q]
         sv = np.linalg.svd(A @ W, compute_uv=False)
         omega2 = float(np.max(np.sum(W * W, axis=1)))
-        L, slack = tail_lower(sv, ctx.m * eps * eps * omega2)
+        L, slack = tail_lower(sv, op.m * eps * eps * omega2)
         if L >= 1 and (best is None or L > best.lower):
-            best = Certificate("projected", L, rows=np.arange(ctx.m, dtype=np.int64), W=W, margin=slack)
+            best = Certificate("projected", L, rows=np.arange(op.m, dtype=np.int64), W=W, margin=slack)
     return best
-
-
-# ----------------------------------------------------------------------------------------------
-# contractive decoder
-# ----------------------------------------------------------------------------------------------
-
-
-def decoder_value(A: np.ndarray, rows: np.ndarray, W: np.ndarray, eps: float) -> float:
-    """float64 ``||A_S W - I_p||_inf + eps max_j ||W_j||_1``."""
-    p = len(rows)
-    return float(np.abs(A[rows] @ W - np.eye(p)).sum(axis=1).max() + eps * np.abs(W).sum(axis=1).max())
-
-
-def decoder_lp(ctx: Context, rows: np.ndarray, eps: float, max_cols: int | None = None) -> tuple[float, np.ndarray | None]:
-    """Best W for rows S by a linear program:
-    min t + eps w  s.t.  |(A_S W - I)_ik| summed over k <= t (each i),  sum_k |W_jk| <= w (each j).
-    W is supported on the columns where A_S is largest (at most ``max_cols``); any W is valid,
-    the restriction only makes the LP smaller.  Returns (float64 value, W (N x p))."""
-    A = ctx.A
-    rows = np.asarray(rows, dtype=np.int64)
-    p = len(rows)
-    n = ctx.N
-    if max_cols is None:
-        max_cols = LP_MAX_COLS
-    peak = A[rows].max(axis=0)
-    cols = np.arange(n) if max_cols >= n else np.sort(np.argsort(-peak, kind="stable")[:max_cols])
-    c = len(cols)
-    M = A[np.ix_(rows, cols)]
-    nW, nR = c * p, p * p
-    # variables: W+ (c p), W- (c p), R+ (p p), R- (p p), t, w ; W[j, k] at j p + k; R[i, k] at i p + k
-    Mk = sp.kron(sp.csr_matrix(M), sp.identity(p), format="csr")  # R = M W  (row-major)
-    Ir = sp.identity(nR, format="csr")
-    zero2 = sp.csr_matrix((nR, 2))
-    a_eq = sp.hstack([Mk, -Mk, -Ir, Ir, zero2], format="csr")
-    b_eq = np.eye(p).ravel()
-    Sr = sp.kron(sp.identity(p), np.ones((1, p)), format="csr")
-    Sw = sp.kron(sp.identity(c), np.ones((1, p)), format="csr")
-    a1 = sp.hstack([sp.csr_matrix((p, 2 * nW)), Sr, Sr, -np.ones((p, 1)), sp.csr_matrix((p, 1))], format="csr")
-    a2 = sp.hstack([Sw, Sw, sp.csr_matrix((c, 2 * nR)), sp.csr_matrix((c, 1)), -np.ones((c, 1))], format="csr")
-    a_ub = sp.vstack([a1, a2], format="csr")
-    cost = np.zeros(2 * nW + 2 * nR + 2)
-    cost[-2], cost[-1] = 1.0, eps
-    ctx.lp_solves += 1
-    res = linprog(cost, A_ub=a_ub, b_ub=np.zeros(p + c), A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method=LP_METHOD,
-                  options={"maxiter": LP_MAXITER, "time_limit": LP_TIME_LIMIT})
-    if res.status != 0 or res.x is None:
-        return float("inf"), None
-    x = res.x
-    W = np.zeros((n, p))
-    W[cols] = (x[:nW] - x[nW:2 * nW]).reshape(c, p)
-    return decoder_value(A, rows, W, eps), W
-
-
-def _quick_decoder(ctx: Context, rows: np.ndarray, eps: float):
-    """Cheap right inverses (A_S W = I exactly): the pseudoinverse of A_S, and the inverse of the
-    square block A[S, T] on the rows' peak columns T; the better of the two."""
-    A = ctx.A
-    rows = np.asarray(rows, dtype=np.int64)
-    best_v, best_W = float("inf"), None
-    try:
-        W = np.linalg.pinv(A[rows])
-        best_v, best_W = decoder_value(A, rows, W, eps), W
-    except np.linalg.LinAlgError:
-        pass
-    cols = A[rows].argmax(axis=1)
-    if len(set(cols.tolist())) == len(rows):
-        try:
-            inv = np.linalg.inv(A[np.ix_(rows, cols)])
-            W = np.zeros((ctx.N, len(rows)))
-            W[cols] = inv
-            v = decoder_value(A, rows, W, eps)
-            if v < best_v:
-                best_v, best_W = v, W
-        except np.linalg.LinAlgError:
-            pass
-    return best_v, best_W
-
-
-def _p_for_work(work: int, n: int) -> int:
-    """Largest p with p^2 n <= work."""
-    return int(np.sqrt(work / max(n, 1)))
-
-
-def _ok(value: float) -> bool:
-    return value <= 1.0 - MARGIN
-
-
-def row_orders(ctx: Context) -> list[np.ndarray]:
-    """Candidate row orders: pivoted QR of A^T, and peaked rows with distinct peak columns first."""
-    A = ctx.A
-    orders = [np.asarray(ctx.rpqr, dtype=np.int64)]
-    peak = A.max(axis=1)
-    arg = A.argmax(axis=1)
-    by_peak = np.argsort(-peak, kind="stable")
-    seen, first, rest = set(), [], []
-    for i in by_peak:
-        (rest if arg[i] in seen else first).append(int(i))
-        seen.add(int(arg[i]))
-    orders.append(np.array(first + rest, dtype=np.int64))
-    return orders
-
-
-def _grow(orders, rows, W, val, fit, stop_at: int, tries: int, patience: int):
-    """Greedy growth of a valid decoder set: candidate rows in ``orders``; ``fit(cand, W)`` returns
-    (float64 value, W for cand) and a candidate is kept when the value is <= 1 - MARGIN.  At most
-    ``tries`` candidates, stopping after ``patience`` failures in a row or at ``stop_at`` rows.
-    Returns (rows, W, value)."""
-    member = set(rows.tolist())
-    n_try = fails = 0
-    for order in orders:
-        for i in order:
-            if len(rows) >= stop_at or n_try >= tries or fails >= patience:
-                return rows, W, val
-            if int(i) in member:
-                continue
-            member.add(int(i))
-            n_try += 1
-            cand = np.append(rows, int(i))
-            v, Wc = fit(cand, W)
-            if _ok(v):
-                rows, W, val, fails = cand, Wc, v, 0
-            else:
-                fails += 1
-    return rows, W, val
-
-
-def decoder_certificate(ctx: Context, eps: float, p_hi: int, start: Certificate | None = None,
-                        lp_tries: int = GROW_TRIES, lp_patience: int = GROW_PATIENCE,
-                        lp_max_p: int | None = None) -> Certificate:
-    """The largest decoder certificate found at ``eps`` with p <= p_hi (p_hi: a known upper end).
-
-    1. greedy first-fit over the row orders with cheap exact right inverses (no LP);
-    2. binary search over prefixes of the pivoted-QR order above the greedy size, W by LP;
-    3. greedy growth with the LP over further candidate rows (pivoted-QR order, then peaked rows):
-       at most ``lp_tries`` candidates, stopping after ``lp_patience`` failures in a row.
-    The LP is used only for sets of at most ``lp_max_p`` rows (its size grows as p^2)."""
-    A = ctx.A
-    p_hi = max(1, min(p_hi, ctx.p))
-    if lp_max_p is None:
-        lp_max_p = max(8, _p_for_work(LP_WORK, ctx.N))
-    # p = 1 always works: any row, W = ones (A_S W = 1, eps * 1 < 1)
-    one = (np.array([int(A.max(axis=1).argmax())], dtype=np.int64), np.ones((ctx.N, 1)))
-    starts = [one]
-    if start is not None and start.rows is not None and start.lower > 1:
-        s_rows, s_W = np.asarray(start.rows, dtype=np.int64), np.asarray(start.W, dtype=np.float64)
-        if _ok(decoder_value(A, s_rows, s_W, eps)):  # always, for a start valid at a larger eps
-            starts.insert(0, (s_rows, s_W))
-    orders = row_orders(ctx)
-
-    # 1. cheap greedy first-fit, from the start set and from one row (the greedy is path dependent)
-    best = None
-    for rows, W in starts:
-        val = decoder_value(A, rows, W, eps)
-        member = set(rows.tolist())
-        for order in orders:
-            for i in order:
-                if len(rows) >= p_hi:
-                    break
-                if int(i) in member:
-                    continue
-                cand = np.append(rows, int(i))
-                v, Wc = _quick_decoder(ctx, cand, eps)
-                if _ok(v):
-                    rows, W, val = cand, Wc, v
-                    member.add(int(i))
-        if best is None or len(rows) > len(best[0]):
-            best = (rows, W, val)
-    rows, W, val = best
-
-    def check(cand):
-        v, Wc = _quick_decoder(ctx, cand, eps)
-        if _ok(v) or len(cand) > lp_max_p:
-            return v, Wc
-        v2, W2 = decoder_lp(ctx, cand, eps)
-        return (v2, W2) if v2 < v else (v, Wc)
-
-    # 2. binary search over prefixes of the QR order (LP), only above the current size
-    order = orders[0]
-    a, b = len(rows), min(p_hi, len(order))
-    first = True
-    while a < b:
-        mid = (a + b + 1) // 2 if not first else a + 1  # first probe just above: cheap to fail
-        first = False
-        cand = np.asarray(order[:mid], dtype=np.int64)
-        v, Wc = check(cand)
-        if _ok(v):
-            a = mid
-            rows, W, val = cand, Wc, v
-        else:
-            b = mid - 1
-    # 3. LP greedy growth from the best set
-    rows, W, val = _grow(orders, rows, W, val, lambda cand, _W: check(cand), min(p_hi, lp_max_p),
-                         lp_tries, lp_patience)
-    return Certificate("decoder", len(rows), rows=rows, W=W, margin=1.0 - val)
-
-
-# ----------------------------------------------------------------------------------------------
-# decoder growth beyond the LP's reach: smoothed value, nonlinear conjugate gradients
-# ----------------------------------------------------------------------------------------------
-
-
-def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_STAGES,
-                     iters: int = SMOOTH_ITERS) -> np.ndarray:
-    """A heuristic W for fixed rows M = A_S (p x N), started from ``W0``: minimise a smoothed
-    ``max_i ||(M W - I)_i||_1 + eps max_j ||W_j||_1`` (max -> mu logsumexp(./mu),
-    |x| -> sqrt(x^2 + delta^2) - delta) by scipy's nonlinear conjugate gradients, for a decreasing
-    sequence of (mu, delta).  Any W is allowed by Lemma D, so the caller checks the exact float64
-    value; used where the LP (p^2 N residual rows) is too slow."""
-    p, n = M.shape
-    eye = np.eye(p)
-    W = np.array(W0, dtype=np.float64)
-    for mu, delta in stages:
-        def value_and_grad(w, mu=mu, delta=delta):
-            Wm = w.reshape(n, p)
-            R = M @ Wm - eye
-            sR = np.sqrt(R * R + delta * delta)
-            sW = np.sqrt(Wm * Wm + delta * delta)
-            r = sR.sum(axis=1) - p * delta
-            b = sW.sum(axis=1) - p * delta
-            f = mu * logsumexp(r / mu) + eps * mu * logsumexp(b / mu)
-            g = M.T @ (softmax(r / mu)[:, None] * (R / sR)) + eps * softmax(b / mu)[:, None] * (Wm / sW)
-            return f, g.ravel()
-        res = minimize(value_and_grad, W.ravel(), jac=True, method="CG", options={"maxiter": iters})
-        if np.all(np.isfinite(res.x)):
-            W = res.x.reshape(n, p)
-    return W
-
-
-def grow_decoder_smooth(ctx: Context, cert: Certificate, eps: float, goal: int,
-                        tries: int = SMOOTH_TRIES, patience: int = SMOOTH_PATIENCE) -> Certificate:
-    """From a valid decoder certificate, add rows (pivoted-QR order, then peaked rows) with W from
-    ``smooth_decoder_w`` (the previous W plus a zero column as the start) while the float64 value
-    stays <= 1 - MARGIN, until ``goal`` rows, ``tries`` candidates or ``patience`` failures in a
-    row.  Returns the input certificate when nothing is added."""
-    A = ctx.A
-    rows = np.asarray(cert.rows, dtype=np.int64)
-    W = np.asarray(cert.W, dtype=np.float64)
-    val = decoder_value(A, rows, W, eps)
-    if not _ok(val):
-        return cert
-    Wp = smooth_decoder_w(A[rows], W, eps)  # polish first: it leaves room for the next rows
-    vp = decoder_value(A, rows, Wp, eps)
-    if vp < val:
-        W, val = Wp, vp
-
-    def fit(cand, W_prev):
-        Wc = smooth_decoder_w(A[cand], np.hstack([W_prev, np.zeros((ctx.N, 1))]), eps)
-        return decoder_value(A, cand, Wc, eps), Wc
-
-    rows, W, val = _grow(row_orders(ctx), rows, W, val, fit, goal, tries, patience)
-    if len(rows) == cert.lower:
-        return cert
-    return Certificate("decoder", len(rows), rows=rows, W=W, margin=1.0 - val)

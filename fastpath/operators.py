@@ -1,4 +1,4 @@
-"""From captured attention calls to operators (DESIGN section 3) and records.
+"""From captured attention calls to operators (docs/extraction.md) and records.
 
 - **Full operator** (encoders, vision, T5 encoder self-attention): all m x N, after dropping
   query rows whose keys are all masked (left padding) and key columns masked for every kept row.
@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from softrank.fastpath.capture import Capture, rowsoftmax64
+from softrank.fastpath.capture import Capture
+from softrank.fastpath.float64 import rowsoftmax64
 from softrank.fastpath.writer import RecordWriter
 
 BLOCK_WIDTHS = (64, 128, 256, 512)
@@ -169,12 +170,7 @@ def provenance(op: Operator, *, model: str, family: str, checkpoint_sha256: str,
 
 def write_operator(store, rid: str, op: Operator, prov: dict) -> str:
     """Write one extracted (unbracketed) record, form ``qk``; returns its id."""
-    writer = RecordWriter(store, rid, prov)
-    try:
+    with RecordWriter(store, rid, prov) as writer:
         writer.set_qk(op.queries, op.keys, op.scale, op.bias)
         writer.set_a_hat(op.a_hat())
-        writer.commit()
-    except BaseException:
-        writer.abort()
-        raise
     return rid

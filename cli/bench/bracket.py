@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from softrank.fastpath.float64 import rowsoftmax64
+
 COMPONENTS = ("svd", "tsvd", "rwsvd", "altl1", "cpqr", "rpqr", "reprows", "frobenius", "projected", "decoder")
 
 
@@ -31,9 +33,7 @@ def attention_like(n: int, rng: np.random.Generator):
     beta = float(rng.uniform(0.8, 1.5))
     H = beta * Q @ K.T
     H[:, 0] += rng.uniform(3.0, 5.0)  # a sink column carrying most of the mass, as in trained heads
-    H -= H.max(axis=1, keepdims=True)
-    E = np.exp(H)
-    return Q, K, beta, E / E.sum(axis=1, keepdims=True)
+    return Q, K, beta, rowsoftmax64(H)
 
 
 def make_store(path: Path, n: int, count: int, seed: int) -> None:
@@ -42,16 +42,15 @@ def make_store(path: Path, n: int, count: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     for i in range(count):
         _, _, _, A = attention_like(n, rng)
-        w = RecordWriter(path, f"bench-N{n}-{i}", provenance={"model": "synthetic", "family": "synthetic"})
-        w.set_logits(np.log(A))  # benchmark only: rowsoftmax(log A) = A (no zero entries here)
-        w.set_a_hat(A)
-        w.commit()
+        with RecordWriter(path, f"bench-N{n}-{i}", provenance={"model": "synthetic", "family": "synthetic"}) as w:
+            w.set_logits(np.log(A))  # benchmark only: rowsoftmax(log A) = A (no zero entries here)
+            w.set_a_hat(A)
 
 
 def _real_store(path: Path, model: str, n: int, count: int) -> bool:
     """Extract ``count`` operators of width n from a real model into ``path`` (not timed)."""
     try:
-        from softrank.cli.extract import extract_to_store
+        from softrank.fastpath.extract import extract_to_store
     except ImportError:
         return False
     opts = {"max_operators": count, "device": "cpu", "progress": False, "sources": 2}
@@ -67,7 +66,7 @@ def _real_store(path: Path, model: str, n: int, count: int) -> bool:
 
 
 def main(args) -> int:
-    from softrank.fastpath.bracket import bracket_store
+    from softrank.fastpath.bracket_store import bracket_store
 
     quick = bool(getattr(args, "quick", False))
     repeats = max(1, int(getattr(args, "repeats", 1) or 1))

@@ -1,20 +1,20 @@
-"""Fast-path bracketing (issue 3): constructions, certificates, brackets on operators with known
-r_eps, and the float64 inequalities of every certificate produced."""
+"""Fast-path bracketing: constructions, certificates, brackets on operators with known r_eps, and
+the float64 inequalities of every certificate produced."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from softrank.fastpath import decoder as dec
 from softrank.fastpath import lower as low
-from softrank.fastpath import upper as up
 from softrank.fastpath.bracket import bracket_matrix, resolved, verdict
-
-
-def softmax_rows(H):
-    H = H - H.max(axis=1, keepdims=True)
-    E = np.exp(H)
-    return E / E.sum(axis=1, keepdims=True)
+from softrank.fastpath.constructions import CONSTRUCTIONS
+from softrank.fastpath.float64 import decoder_value, max_row_l1
+from softrank.fastpath.float64 import rowsoftmax64
+from softrank.fastpath.operator_cache import OperatorCache
+from softrank.fastpath.rank_search import MARGIN, search_ranks, tsvd_scan
+from softrank.fastpath.refine import shrink
 
 
 def block_uniform(blocks: int, size: int) -> np.ndarray:
@@ -39,7 +39,7 @@ def check_certificate_float64(A, eps, cert: low.Certificate):
         rows, W = cert.rows, cert.W
         assert W.shape == (A.shape[1], len(rows)) and len(rows) == cert.lower
         assert len(set(rows.tolist())) == len(rows)
-        assert low.decoder_value(A, rows, W, eps) < 1.0
+        assert decoder_value(A, rows, W, eps) < 1.0
     elif cert.kind == "frobenius":
         s = np.linalg.svd(A, compute_uv=False)
         assert np.sum(s[k:] ** 2) > m * eps * eps
@@ -58,7 +58,7 @@ def test_block_diagonal_known_rank(eps):
     res = bracket_matrix(A, [eps])[eps]
     assert res.lower == 5 and res.upper == 5
     assert resolved(res.lower, res.upper, 20)
-    assert up.max_row_l1(A, res.witness.X, res.witness.Y) <= eps - up.MARGIN
+    assert max_row_l1(A, res.witness.X, res.witness.Y) <= eps - MARGIN
     assert any(c.kind == "decoder" for c in res.certificates)
     for c in res.certificates:
         check_certificate_float64(A, eps, c)
@@ -78,14 +78,14 @@ def test_near_identity_needs_full_rank():
 def test_random_softmax_bracket_is_consistent():
     rng = np.random.default_rng(3)
     Q, K = rng.normal(size=(32, 4)), rng.normal(size=(32, 4))
-    A = softmax_rows(2.0 * Q @ K.T)
+    A = rowsoftmax64(2.0 * Q @ K.T)
     res = bracket_matrix(A, [0.15, 0.25, 0.35], mode="full")
     prev_L, prev_U = None, None
     for eps in (0.15, 0.25, 0.35):
         b = res[eps]
         assert 1 <= b.lower <= b.upper <= 32
         assert b.upper <= b.baseline_upper and b.lower >= b.baseline_lower
-        assert up.max_row_l1(A, b.witness.X, b.witness.Y) <= eps - up.MARGIN
+        assert max_row_l1(A, b.witness.X, b.witness.Y) <= eps - MARGIN
         assert b.witness.X.shape == (32, b.upper) and b.witness.Y.shape == (32, b.upper)
         assert b.certificates and all(c.lower == b.lower for c in b.certificates)
         for c in b.certificates:
@@ -99,41 +99,41 @@ def test_random_softmax_bracket_is_consistent():
         prev_L, prev_U = b.lower, b.upper
 
 
-@pytest.mark.parametrize("name", sorted(up.CONSTRUCTIONS))
+@pytest.mark.parametrize("name", sorted(CONSTRUCTIONS))
 def test_each_construction_gives_checked_witness(name):
     rng = np.random.default_rng(7)
-    A = softmax_rows(3.0 * rng.normal(size=(24, 3)) @ rng.normal(size=(3, 24)))
-    ctx = up.Context(A)
-    found = up.search_ranks(ctx, name, [0.25], {0.25: 1}, {0.25: 24})
+    A = rowsoftmax64(3.0 * rng.normal(size=(24, 3)) @ rng.normal(size=(3, 24)))
+    op = OperatorCache(A)
+    found = search_ranks(op, name, [0.25], {0.25: 1}, {0.25: 24})
     w = found[0.25]
     assert w is not None, name
     assert w.X.shape == (24, w.rank) and w.Y.shape == (24, w.rank)
-    assert up.max_row_l1(A, w.X, w.Y) == pytest.approx(w.error)
-    assert w.error <= 0.25 - up.MARGIN
+    assert max_row_l1(A, w.X, w.Y) == pytest.approx(w.error)
+    assert w.error <= 0.25 - MARGIN
     if w.rank > 1:  # one rank less fails for this construction (binary search found the least)
-        X, Y = up.CONSTRUCTIONS[name](ctx, w.rank - 1, 0.25 - up.MARGIN)
-        assert up.max_row_l1(A, X, Y) > 0.25 - up.MARGIN
+        X, Y = CONSTRUCTIONS[name](op, w.rank - 1, 0.25 - MARGIN)
+        assert max_row_l1(A, X, Y) > 0.25 - MARGIN
 
 
 def test_tsvd_scan_is_least_truncation_rank():
     rng = np.random.default_rng(11)
-    A = softmax_rows(rng.normal(size=(20, 20)) * 2)
-    ctx = up.Context(A)
-    w = up.tsvd_scan(ctx, [0.25])[0.25]
+    A = rowsoftmax64(rng.normal(size=(20, 20)) * 2)
+    op = OperatorCache(A)
+    w = tsvd_scan(op, [0.25])[0.25]
     U, s, Vt = np.linalg.svd(A)
     errs = [np.abs(A - (U[:, :k] * s[:k]) @ Vt[:k]).sum(axis=1).max() for k in range(21)]
-    assert w.rank == next(k for k, e in enumerate(errs) if e <= 0.25 - up.MARGIN)
+    assert w.rank == next(k for k, e in enumerate(errs) if e <= 0.25 - MARGIN)
 
 
 def test_decoder_lp_beats_or_matches_pseudoinverse():
     rng = np.random.default_rng(5)
-    A = softmax_rows(4.0 * rng.normal(size=(16, 16)))
-    ctx = up.Context(A)
+    A = rowsoftmax64(4.0 * rng.normal(size=(16, 16)))
+    op = OperatorCache(A)
     rows = np.array([0, 3, 7], dtype=np.int64)
-    v_lp, W = low.decoder_lp(ctx, rows, 0.25)
-    v_pinv = low.decoder_value(A, rows, np.linalg.pinv(A[rows]), 0.25)
+    v_lp, W = dec.decoder_lp(op, rows, 0.25)
+    v_pinv = decoder_value(A, rows, np.linalg.pinv(A[rows]), 0.25)
     assert v_lp <= v_pinv + 1e-9
-    assert v_lp == pytest.approx(low.decoder_value(A, rows, W, 0.25))
+    assert v_lp == pytest.approx(decoder_value(A, rows, W, 0.25))
 
 
 def test_trivial_lower_one_and_uniform_operator():
@@ -172,7 +172,7 @@ def test_construction_ratios_median_to_best():
 def diffuse_softmax(n: int, seed: int, scale: float = 2.0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     Q, K = rng.standard_normal((n, 8)), rng.standard_normal((n, 8))
-    return softmax_rows(scale * Q @ K.T / np.sqrt(8))
+    return rowsoftmax64(scale * Q @ K.T / np.sqrt(8))
 
 
 def test_decoder_lp_growth_never_loses_and_certificates_hold():
@@ -181,9 +181,9 @@ def test_decoder_lp_growth_never_loses_and_certificates_hold():
     A = diffuse_softmax(64, seed=2, scale=1.5)
     gained = 0
     for eps in (0.15, 0.25, 0.35):
-        ctx = up.Context(A)
-        plain = low.decoder_certificate(ctx, eps, p_hi=64, lp_tries=0, lp_max_p=12)
-        grown = low.decoder_certificate(ctx, eps, p_hi=64, lp_max_p=12)
+        op = OperatorCache(A)
+        plain = dec.decoder_certificate(op, eps, p_hi=64, lp_tries=0, lp_max_p=12)
+        grown = dec.decoder_certificate(op, eps, p_hi=64, lp_max_p=12)
         check_certificate_float64(A, eps, plain)
         check_certificate_float64(A, eps, grown)
         assert grown.lower >= plain.lower
@@ -196,10 +196,10 @@ def test_decoder_poor_start_does_not_limit_the_search():
     search from scratch: the greedy runs from both and keeps the larger."""
     A = diffuse_softmax(64, seed=5)
     eps = 0.25
-    fresh = low.decoder_certificate(up.Context(A), eps, p_hi=64, lp_max_p=12)
+    fresh = dec.decoder_certificate(OperatorCache(A), eps, p_hi=64, lp_max_p=12)
     rows = np.array([int(A.max(axis=1).argmax())], dtype=np.int64)
     poor = low.Certificate("decoder", 1, rows=rows, W=np.ones((64, 1)))
-    started = low.decoder_certificate(up.Context(A), eps, p_hi=64, start=poor, lp_max_p=12)
+    started = dec.decoder_certificate(OperatorCache(A), eps, p_hi=64, start=poor, lp_max_p=12)
     check_certificate_float64(A, eps, started)
     assert started.lower >= fresh.lower
 
@@ -208,13 +208,13 @@ def test_shrink_gives_checked_lower_rank_witness():
     """Large-step alternating l1 from a truncated-SVD witness: the result is checked in max-row-l1
     and its rank is at most the start's; on this operator it is strictly lower."""
     A = diffuse_softmax(96, seed=1, scale=4.0)
-    ctx = up.Context(A)
+    op = OperatorCache(A)
     eps = 0.25
-    w0 = up.tsvd_scan(ctx, [eps])[eps]
+    w0 = tsvd_scan(op, [eps])[eps]
     assert w0 is not None
-    w = up.shrink(ctx, w0, eps - up.MARGIN, lo=1)
+    w = shrink(op, w0, eps - MARGIN, lo=1)
     assert w.rank <= w0.rank
-    assert up.max_row_l1(A, w.X, w.Y) <= eps - up.MARGIN
+    assert max_row_l1(A, w.X, w.Y) <= eps - MARGIN
     assert w.X.shape[1] == w.rank and w.Y.shape[1] == w.rank
     assert w.rank < w0.rank
 
@@ -224,7 +224,7 @@ def local_window_softmax(n: int, seed: int, width: float = 3.0, noise: float = 1
     rng = np.random.default_rng(seed)
     i = np.arange(n)
     H = -((i[:, None] - i[None, :] + 1.0) ** 2) / (2 * width**2) + noise * rng.standard_normal((n, n))
-    return softmax_rows(H)
+    return rowsoftmax64(H)
 
 
 def test_smooth_decoder_growth_adds_rows_past_the_lp():
@@ -232,13 +232,13 @@ def test_smooth_decoder_growth_adds_rows_past_the_lp():
     valid decoder, every certificate satisfies Lemma D in float64, and it stops at the goal."""
     A = local_window_softmax(64, seed=0)
     eps = 0.25
-    ctx = up.Context(A)
-    base = low.decoder_certificate(ctx, eps, p_hi=64, lp_tries=0, lp_max_p=1)
+    op = OperatorCache(A)
+    base = dec.decoder_certificate(op, eps, p_hi=64, lp_tries=0, lp_max_p=1)
     check_certificate_float64(A, eps, base)
-    grown = low.grow_decoder_smooth(ctx, base, eps, goal=base.lower + 8)
+    grown = dec.grow_decoder_smooth(op, base, eps, goal=base.lower + 8)
     check_certificate_float64(A, eps, grown)
     assert base.lower < grown.lower <= base.lower + 8
-    capped = low.grow_decoder_smooth(ctx, base, eps, goal=base.lower + 1)
+    capped = dec.grow_decoder_smooth(op, base, eps, goal=base.lower + 1)
     check_certificate_float64(A, eps, capped)
     assert capped.lower == base.lower + 1
 
@@ -247,7 +247,7 @@ def test_smooth_decoder_growth_returns_input_for_invalid_start():
     """An input certificate that does not hold in float64 is returned unchanged (never grown)."""
     A = local_window_softmax(32, seed=1)
     bad = low.Certificate("decoder", 2, rows=np.array([0, 1]), W=10 * np.ones((32, 2)))
-    assert low.grow_decoder_smooth(up.Context(A), bad, 0.25, goal=10) is bad
+    assert dec.grow_decoder_smooth(OperatorCache(A), bad, 0.25, goal=10) is bad
 
 
 def test_smooth_decoder_is_proved_by_the_validated_checker():
@@ -265,9 +265,9 @@ def test_smooth_decoder_is_proved_by_the_validated_checker():
     enc = rowsoftmax_enclosure(logits_balls(logits=H))
     A = enc.a_mid
     eps = Fraction(1, 4)
-    ctx = up.Context(A)
-    base = low.decoder_certificate(ctx, 0.25, p_hi=n, lp_tries=0, lp_max_p=1)
-    grown = low.grow_decoder_smooth(ctx, base, 0.25, goal=base.lower + 6)
+    op = OperatorCache(A)
+    base = dec.decoder_certificate(op, 0.25, p_hi=n, lp_tries=0, lp_max_p=1)
+    grown = dec.grow_decoder_smooth(op, base, 0.25, goal=base.lower + 6)
     assert grown.lower > base.lower
     for strict in (False, True):
         assert check_contractive_decoder(enc, eps, grown.rows, grown.W, strict=strict).proved

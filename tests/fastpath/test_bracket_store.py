@@ -11,16 +11,11 @@ import numpy as np
 import pytest
 
 from softrank.cli import main
-from softrank.fastpath.bracket import bracket_store
+from softrank.fastpath.bracket_store import bracket_store
+from softrank.fastpath.float64 import rowsoftmax64
 from softrank.cli.replay import replay_store
 from softrank.fastpath.writer import RecordWriter
 from softrank.replay.reader import list_records, read_record
-
-
-def softmax_rows(H):
-    H = H - H.max(axis=1, keepdims=True)
-    E = np.exp(H)
-    return E / E.sum(axis=1, keepdims=True)
 
 
 def make_store(path, count=2, n=20, seed=0, family="synthetic"):
@@ -28,11 +23,10 @@ def make_store(path, count=2, n=20, seed=0, family="synthetic"):
     for i in range(count):
         Q, K = rng.normal(size=(n, 3)), rng.normal(size=(n, 3))
         scale = 1.5 + i
-        w = RecordWriter(path, f"syn-{family}-{i}", provenance={"model": "synthetic", "family": family,
-                                                                 "layer": 0, "head": i})
-        w.set_qk(Q, K, scale)
-        w.set_a_hat(softmax_rows(scale * Q @ K.T))
-        w.commit()
+        with RecordWriter(path, f"syn-{family}-{i}", provenance={"model": "synthetic", "family": family,
+                                                                  "layer": 0, "head": i}) as w:
+            w.set_qk(Q, K, scale)
+            w.set_a_hat(rowsoftmax64(scale * Q @ K.T))
     return path
 
 

@@ -1,4 +1,4 @@
-"""Capture is exact to the model (issue 3, acceptance 1) on small models built from configs.
+"""Capture is exact to the model on small models built from configs.
 
 For every family, the rowsoftmax of the captured logits (float64, mask applied) matches the
 model's own attention probabilities (``output_attentions`` under ``attn_implementation="eager"``,
@@ -15,7 +15,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from softrank.fastpath.capture import (  # noqa: E402
-    CAPTURE_IMPLEMENTATION, capturing, register_capture, repeat_kv, rowsoftmax64)
+    CAPTURE_IMPLEMENTATION, capturing, register_capture, repeat_kv)
+from softrank.fastpath.float64 import rowsoftmax64  # noqa: E402
 from softrank.fastpath.operators import block_operator, full_operator, operators_for  # noqa: E402
 
 TOL = 1e-5

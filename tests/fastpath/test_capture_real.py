@@ -1,4 +1,4 @@
-"""Capture is exact on both real checkpoints (issue 3, acceptance 1): all-MiniLM-L6-v2 (BERT)
+"""Capture is exact on both real checkpoints: all-MiniLM-L6-v2 (BERT)
 and SmolLM2-135M-Instruct (Llama, GGUF, grouped heads), on a short text; and extracted records
 reproduce the model's (renormalised) attention.  Each model is loaded once per session."""
 
@@ -10,8 +10,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from softrank.fastpath.capture import CAPTURE_IMPLEMENTATION, capturing, rowsoftmax64  # noqa: E402
-from softrank.cli.extract import extract_to_store  # noqa: E402
+from softrank.fastpath.capture import CAPTURE_IMPLEMENTATION, capturing  # noqa: E402
+from softrank.fastpath.extract import extract_to_store  # noqa: E402
+from softrank.fastpath.float64 import rowsoftmax64  # noqa: E402
 from softrank.fastpath.models import load_model  # noqa: E402
 from softrank.fastpath.sources import stdlib_passages  # noqa: E402
 from softrank.replay.reader import list_records, read_record  # noqa: E402

@@ -1,6 +1,6 @@
-"""Extraction from local checkpoints of every family, and bad input (issue 3, acceptance 6):
-unknown model path, a model without attention capture support, a pass too short for the
-requested block width, empty text -> one line on stderr, exit code 2.
+"""Extraction from local checkpoints of every family, and bad input: unknown model path, a model
+without attention capture support, a pass too short for the requested block width, empty text ->
+one line on stderr, exit code 2.
 
 The checkpoints are small models built from configs and saved to a temporary folder (no
 tokenizer: the byte-level stand-in of ``LoadedModel.encode_text`` supplies token ids)."""
@@ -15,7 +15,7 @@ transformers = pytest.importorskip("transformers")
 
 from softrank.cli import main  # noqa: E402
 from softrank.validated.errors import InputError  # noqa: E402
-from softrank.cli.extract import extract_to_store, spread_pairs  # noqa: E402
+from softrank.fastpath.extract import extract_to_store, spread_pairs  # noqa: E402
 from softrank.replay.reader import read_record  # noqa: E402
 
 

@@ -9,7 +9,7 @@ import pytest
 from flint import arb
 
 from softrank.validated.outcome import Outcome
-from softrank.validated.softmax_perturbation import check_softmax_perturbation, perturbation_sides_ball
+from softrank.validated.softmax_perturbation import check_softmax_perturbation
 from softrank.validated.tau import check_tau_bound
 from softrank.validated.softmax_enclosure import logits_balls
 
@@ -41,7 +41,7 @@ def test_perturbation_wide_balls_are_unresolved():
 
 
 def test_perturbation_suite_sharpness_and_no_refutation():
-    from softrank.fastpath.theorem import perturbation_suite
+    from softrank.fastpath.theorem.perturbation import perturbation_suite
 
     res = perturbation_suite(n_random=30, n_adversarial=10, seed=2)
     assert res["counts"]["refuted"] == 0 and res["counts"]["unresolved"] == 0
@@ -57,7 +57,8 @@ def _small_operator(m=12, n=14, d=4, seed=0):
 
 def test_q_lp_matches_definition_and_tau_check_proved():
     from softrank.fastpath.kappa_sdp import balanced_factors
-    from softrank.fastpath.theorem import double_centre, q_lp
+    from softrank.fastpath.theorem.records import double_centre
+    from softrank.fastpath.theorem.tau import q_lp
 
     q, k, beta = _small_operator()
     h = beta * q @ k.T
@@ -85,18 +86,16 @@ def test_tau_check_unresolved_for_wide_logit_balls():
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
+    from softrank.fastpath.float64 import rowsoftmax64
     from softrank.fastpath.writer import RecordWriter, write_index
 
     folder = tmp_path_factory.mktemp("store")
     for i in range(2):
         q, k, beta = _small_operator(16, 16, 5, seed=10 + i)
         h = beta * q @ k.T
-        a = np.exp(h - h.max(1, keepdims=True))
-        a /= a.sum(1, keepdims=True)
-        w = RecordWriter(folder, f"syn-{i}", {"model": "synthetic", "family": "synthetic", "layer": 0, "head": i})
-        w.set_qk(q, k, beta)
-        w.set_a_hat(a)
-        w.commit()
+        with RecordWriter(folder, f"syn-{i}", {"model": "synthetic", "family": "synthetic", "layer": 0, "head": i}) as w:
+            w.set_qk(q, k, beta)
+            w.set_a_hat(rowsoftmax64(h))
     write_index(folder)
     return folder
 
@@ -137,7 +136,7 @@ def test_cli_perturbation_json(capsys):
 
 
 def test_karp_cycle_matches_lp_and_gives_validated_lower_bound():
-    from softrank.fastpath.theorem import max_mean_cycle, q_lp
+    from softrank.fastpath.theorem.tau import max_mean_cycle, q_lp
     from softrank.validated.tau import q_lower_cycle
 
     rng = np.random.default_rng(4)

@@ -149,7 +149,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     out = Path(args.out)
     eps_list = [float(x) for x in args.eps.split(",")]
-    from softrank.cli.extract import extract_to_store
+    from softrank.fastpath.extract import extract_to_store
     from softrank.cli.replay import replay_store
 
     t0 = time.time()

@@ -22,7 +22,8 @@ from fractions import Fraction
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from softrank.cli.bench.upper import _interleaved_medians
+from softrank.cli.bench.upper import interleaved_medians
+from softrank.fastpath.float64 import decoder_value, rowsoftmax64
 from softrank.validated.contractive_decoder import check_contractive_decoder
 from softrank.validated.frobenius_tail import check_frobenius_tail
 from softrank.validated.projected_tail import check_projected_tail
@@ -34,8 +35,7 @@ EPS = 0.1
 # -- plain float64 checks (no rounding bounds) --------------------------------------------------
 
 def float64_decoder(a_hat, rows, w, eps) -> bool:
-    p = len(rows)
-    return float(np.abs(a_hat[rows] @ w - np.eye(p)).sum(axis=1).max() + eps * np.abs(w).sum(axis=1).max()) < 1
+    return decoder_value(a_hat, rows, w, eps) < 1
 
 
 def float64_tail_lower(mat, threshold) -> int:
@@ -56,8 +56,36 @@ def float64_projected(a_hat, rows, w, lower, eps) -> bool:
 
 def _operator(n: int, rng):
     h = rng.normal(size=(n, n)) * 1.5 + np.eye(n) * 10.0
-    e = np.exp(h - h.max(axis=1, keepdims=True))
-    return h, e / e.sum(axis=1, keepdims=True)
+    return h, rowsoftmax64(h)
+
+
+def _cases(n: int, a_hat, enc) -> list[tuple]:
+    """(name, plain float64 check, binary64-bound check, Arb check) for the four certificates."""
+    eps = Fraction(EPS)
+    rows_d = np.arange(0, n, n // 32, dtype=np.int64)[:32]
+    rows_d4 = np.arange(0, n, 4, dtype=np.int64)
+    l_f = float64_tail_lower(a_hat, n * EPS * EPS)
+    rows_p = np.arange(0, n, 2, dtype=np.int64)
+    _, s_p, vt_p = np.linalg.svd(a_hat[rows_p], full_matrices=False)
+    q = 64
+    w_p = vt_p[:q].T / s_p[:q]
+    l_p = float64_tail_lower(a_hat[rows_p] @ w_p, len(rows_p) * EPS * EPS * float(np.max(np.sum(w_p * w_p, axis=1))))
+    cases = []
+    for rows in (rows_d, rows_d4):
+        w = np.linalg.pinv(a_hat[rows])
+        cases.append((f"decoder p={len(rows)}",
+                      lambda rows=rows, w=w: float64_decoder(a_hat, rows, w, EPS),
+                      lambda rows=rows, w=w: check_contractive_decoder(enc, eps, rows, w),
+                      lambda rows=rows, w=w: check_contractive_decoder(enc, eps, rows, w, strict=True)))
+    cases.append((f"frobenius L={l_f}",
+                  lambda: float64_frobenius(a_hat, l_f, EPS),
+                  lambda: check_frobenius_tail(enc, eps, l_f),
+                  lambda: check_frobenius_tail(enc, eps, l_f, strict=True)))
+    cases.append((f"projected L={l_p} q={q}",
+                  lambda: float64_projected(a_hat, rows_p, w_p, l_p, EPS),
+                  lambda: check_projected_tail(enc, eps, l_p, rows_p, w_p),
+                  lambda: check_projected_tail(enc, eps, l_p, rows_p, w_p, strict=True)))
+    return cases
 
 
 def main(args) -> int:
@@ -67,53 +95,21 @@ def main(args) -> int:
 
 def _main(args) -> int:
     sizes = (64, 128) if args.quick else (256, 512)
-    repeats = max(1, args.repeats)
+    repeats = args.repeats
     rng = np.random.default_rng(0)
-    eps = Fraction(EPS)
     print(f"softrank bench lower: validated vs plain float64 lower-certificate checks, eps = {EPS}, "
           f"median of {repeats} (1 BLAS thread)")
-    header = f"{'N':>5} {'certificate':<22} {'float64 ms':>11} {'binary64 ms':>12} {'ratio':>7} {'arb ms':>9} {'ratio':>8}  outcome"
-    print(header)
+    print(f"{'N':>5} {'certificate':<22} {'float64 ms':>11} {'binary64 ms':>12} {'ratio':>7} {'arb ms':>9} {'ratio':>8}  outcome")
     worst = 0.0
     for n in sizes:
         h, a_hat = _operator(n, rng)
         t = time.perf_counter()
         enc = rowsoftmax_enclosure(logits_balls(logits=h))
         t_enc = time.perf_counter() - t
-        rows_d = np.arange(0, n, n // 32, dtype=np.int64)[:32]
-        w_d = np.linalg.pinv(a_hat[rows_d])
-        rows_d4 = np.arange(0, n, 4, dtype=np.int64)
-        w_d4 = np.linalg.pinv(a_hat[rows_d4])
-        s_f = np.linalg.svd(a_hat, compute_uv=False)
-        tails = np.cumsum((s_f ** 2)[::-1])[::-1]
-        l_f = int(np.nonzero(tails > n * EPS * EPS)[0].max()) + 1
-        rows_p = np.arange(0, n, 2, dtype=np.int64)
-        _, s_p, vt_p = np.linalg.svd(a_hat[rows_p], full_matrices=False)
-        q = 64
-        w_p = vt_p[:q].T / s_p[:q]
-        l_p = float64_tail_lower(a_hat[rows_p] @ w_p, len(rows_p) * EPS * EPS * float(np.max(np.sum(w_p * w_p, axis=1))))
-        cases = [
-            (f"decoder p={len(rows_d)}",
-             lambda: float64_decoder(a_hat, rows_d, w_d, EPS),
-             lambda: check_contractive_decoder(enc, eps, rows_d, w_d),
-             lambda: check_contractive_decoder(enc, eps, rows_d, w_d, strict=True)),
-            (f"decoder p={len(rows_d4)}",
-             lambda: float64_decoder(a_hat, rows_d4, w_d4, EPS),
-             lambda: check_contractive_decoder(enc, eps, rows_d4, w_d4),
-             lambda: check_contractive_decoder(enc, eps, rows_d4, w_d4, strict=True)),
-            (f"frobenius L={l_f}",
-             lambda: float64_frobenius(a_hat, l_f, EPS),
-             lambda: check_frobenius_tail(enc, eps, l_f),
-             lambda: check_frobenius_tail(enc, eps, l_f, strict=True)),
-            (f"projected L={l_p} q={q}",
-             lambda: float64_projected(a_hat, rows_p, w_p, l_p, EPS),
-             lambda: check_projected_tail(enc, eps, l_p, rows_p, w_p),
-             lambda: check_projected_tail(enc, eps, l_p, rows_p, w_p, strict=True)),
-        ]
         tot = [0.0, 0.0, 0.0]
-        for name, f64, b64, arb_fn in cases:
+        for name, f64, b64, arb_fn in _cases(n, a_hat, enc):
             outcome = b64()
-            t_f, t_b, t_a = _interleaved_medians([f64, b64, arb_fn], repeats)
+            t_f, t_b, t_a = interleaved_medians([f64, b64, arb_fn], repeats)
             tot = [tot[0] + t_f, tot[1] + t_b, tot[2] + t_a]
             worst = max(worst, t_b / t_f)
             print(f"{n:>5} {name:<22} {1e3 * t_f:>11.2f} {1e3 * t_b:>12.2f} {t_b / t_f:>6.2f}x {1e3 * t_a:>9.1f} "

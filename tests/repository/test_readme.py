@@ -42,7 +42,8 @@ def test_nothing_points_outside_the_repository():
     import subprocess
 
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
-    pattern = re.compile(r"\.\./shared|shared/DESIGN|DESIGN(\.md| section)|\b[Ii]ssue \d|\b[Aa]cceptance (item )?\d")
+    design = "DES" + "IGN"  # spelled in two pieces so that this line does not match itself
+    pattern = re.compile(rf"\.\./shared|shared/{design}|{design}(\.md| section)|\b[Ii]ssue \d|\b[Aa]cceptance (item )?\d")
     hits = []
     for name in files:
         path = ROOT / name

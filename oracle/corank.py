@@ -11,7 +11,7 @@ from fractions import Fraction
 
 from softrank.exact import lp as xlp
 from softrank.exact.rational import fmt, fmt_vec, matvec, transpose
-from softrank.oracle.reductions import witness_from_matrix
+from softrank.oracle.reductions import solve_optimal, witness_from_matrix
 
 ZERO = Fraction(0)
 ONE = Fraction(1)
@@ -19,15 +19,25 @@ ONE = Fraction(1)
 
 # ---------------------------------------------------------------- k = N - 1
 
+def _abs_at_most(b, coefs, const, tau, tag) -> None:
+    """The two rows of ``|coefs . x + const| <= tau``, named ("p", tag) and ("n", tag)."""
+    b.le({**coefs, tau: -1}, -const, ("p", tag))
+    b.le({**{k: -v for k, v in coefs.items()}, tau: -1}, const, ("n", tag))
+
+
+def _abs_multipliers(b, res, count: int) -> list:
+    """Multipliers of the pairs ``|...| <= tau`` of ``_abs_at_most``: ("p", t) minus ("n", t)."""
+    mult = b.ub_multipliers(res.y)
+    return [mult[("p", t)] - mult[("n", t)] for t in range(count)]
+
+
 def _kernel_lp(A, j):
     """min tau  s.t.  w_j = 1, |w_l| <= 1, -tau <= (A w)_i <= tau   (w_j substituted)."""
     m, N = len(A), len(A[0])
     b = xlp.Builder()
     b.var("tau")
     for i in range(m):
-        coefs = {("w", l): A[i][l] for l in range(N) if l != j}
-        b.le({**coefs, "tau": -1}, -A[i][j], ("p", i))
-        b.le({**{k: -v for k, v in coefs.items()}, "tau": -1}, A[i][j], ("n", i))
+        _abs_at_most(b, {("w", l): A[i][l] for l in range(N) if l != j}, A[i][j], "tau", i)
     for l in range(N):
         if l != j:
             b.le({("w", l): 1}, 1, ("u", l))
@@ -40,22 +50,20 @@ def kernel_threshold(A, method="auto", stats=None):
     """eps*_{N-1} = min_{||w||_inf = 1} ||A w||_inf, exactly, with its certificate (N LPs).
     proofs/oracle_kN_minus_1.md."""
     m, N = len(A), len(A[0])
-    best = None
-    ys = []
-    for j in range(N):
-        b = _kernel_lp(A, j)
-        res = xlp.solve(b.build(), method)
-        if stats is not None:
-            stats["lps"] = stats.get("lps", 0) + 1
-        if res.status != "optimal":  # pragma: no cover - feasible and bounded below by 0
-            raise xlp.LPVerificationError("kernel LP not optimal")
-        mult = b.ub_multipliers(res.y)
-        ys.append([mult[("p", i)] - mult[("n", i)] for i in range(m)])
-        w = [ONE if l == j else b.value(res.x, ("w", l)) for l in range(N)]
-        if best is None or res.value < best[0]:
-            best = (res.value, j, w)
-    t, j0, w = best
-    return {"kind": "kernel", "value": fmt(t), "column": j0, "w": fmt_vec(w), "y": [fmt_vec(y) for y in ys]}
+    runs = [(j, *_solved(_kernel_lp(A, j), method, stats, "kernel")) for j in range(N)]
+    j0, b, res = _first_least(runs)
+    w = [ONE if l == j0 else b.value(res.x, ("w", l)) for l in range(N)]
+    ys = [_abs_multipliers(b_j, res_j, m) for _, b_j, res_j in runs]
+    return {"kind": "kernel", "value": fmt(res.value), "column": j0, "w": fmt_vec(w), "y": [fmt_vec(y) for y in ys]}
+
+
+def _solved(b, method, stats, what):
+    return b, solve_optimal(b, method, stats, what)
+
+
+def _first_least(runs):
+    """The (key, builder, result) with the least optimum; the first one on ties."""
+    return min(runs, key=lambda run: run[2].value)
 
 
 def kernel_decide(A, eps, tcert):
@@ -81,9 +89,7 @@ def _cokernel_lp(A, signs):
     for i in range(m):
         b.var(("y", i))
     for j in range(N):
-        col = {("y", i): A[i][j] for i in range(m)}
-        b.le({**col, ("tau", j): -1}, 0, ("p", j))
-        b.le({**{k: -v for k, v in col.items()}, ("tau", j): -1}, 0, ("n", j))
+        _abs_at_most(b, {("y", i): A[i][j] for i in range(m)}, 0, ("tau", j), j)
     for i in range(m):
         b.le({("y", i): -signs[i]}, 0, ("o", i))
     b.eq({("y", i): signs[i] for i in range(m)}, 1, "sum")
@@ -95,24 +101,12 @@ def cokernel_threshold(A, method="auto", stats=None):
     """eps*_{m-1} = min_{||y||_1 = 1} ||A^T y||_1, exactly, with its certificate (2^(m-1) LPs).
     proofs/oracle_km_minus_1.md."""
     m, N = len(A), len(A[0])
-    best = None
-    orthants = []
-    for tail in itertools.product((1, -1), repeat=m - 1):
-        signs = (1,) + tail
-        b = _cokernel_lp(A, signs)
-        res = xlp.solve(b.build(), method)
-        if stats is not None:
-            stats["lps"] = stats.get("lps", 0) + 1
-        if res.status != "optimal":  # pragma: no cover
-            raise xlp.LPVerificationError("cokernel LP not optimal")
-        mult = b.ub_multipliers(res.y)
-        w = [mult[("p", j)] - mult[("n", j)] for j in range(N)]
-        orthants.append({"signs": list(signs), "w": fmt_vec(w)})
-        y = [b.value(res.x, ("y", i)) for i in range(m)]
-        if best is None or res.value < best[0]:
-            best = (res.value, y)
-    t, y = best
-    return {"kind": "cokernel", "value": fmt(t), "y": fmt_vec(y), "orthants": orthants}
+    patterns = [(1,) + tail for tail in itertools.product((1, -1), repeat=m - 1)]
+    runs = [(signs, *_solved(_cokernel_lp(A, signs), method, stats, "cokernel")) for signs in patterns]
+    orthants = [{"signs": list(signs), "w": fmt_vec(_abs_multipliers(b, res, N))} for signs, b, res in runs]
+    _, b, res = _first_least(runs)
+    y = [b.value(res.x, ("y", i)) for i in range(m)]
+    return {"kind": "cokernel", "value": fmt(res.value), "y": fmt_vec(y), "orthants": orthants}
 
 
 def cokernel_decide(A, eps, tcert):

@@ -18,6 +18,17 @@ ZERO = Fraction(0)
 ONE = Fraction(1)
 
 
+def solve_optimal(b, method, stats, what: str):
+    """Solve the LP built by ``b`` exactly (``softrank.exact.lp.solve``: a checked certificate),
+    count it in ``stats``, and insist on an optimum (these LPs are feasible and bounded)."""
+    res = xlp.solve(b.build(), method)
+    if stats is not None:
+        stats["lps"] = stats.get("lps", 0) + 1
+    if res.status != "optimal":  # pragma: no cover - feasible and bounded by construction
+        raise xlp.LPVerificationError(f"{what} LP not optimal")
+    return res
+
+
 def witness_certificate(X, Y, **derivation) -> dict:
     cert = {"kind": "witness", "X": fmt_mat(X), "Y": fmt_mat(Y)}
     if derivation:
@@ -233,11 +244,7 @@ def rank1_stochastic_threshold(A, method="auto", stats=None):
             b.le({("v", j): 1, ("t", i, j): -1}, A[i][j], ("n", i, j))
         b.le({**{("t", i, j): 1 for j in range(N)}, "tau": -1}, 0, ("g", i))
     b.minimise({"tau": 1})
-    res = xlp.solve(b.build(), method)
-    if stats is not None:
-        stats["lps"] = stats.get("lps", 0) + 1
-    if res.status != "optimal":  # pragma: no cover
-        raise xlp.LPVerificationError("rank-1 stochastic LP not optimal")
+    res = solve_optimal(b, method, stats, "rank-1 stochastic")
     mult = b.ub_multipliers(res.y)
     lam = [[mult[("p", i, j)] - mult[("n", i, j)] for j in range(N)] for i in range(m)]
     v = [b.value(res.x, ("v", j)) for j in range(N)]

@@ -50,3 +50,13 @@ def test_the_upper_rule_proves_a_full_rank_witness_and_refuses_rank_zero():
     assert full.proved and full.lemma in UPPER_RULE.proofs
     zero = UPPER_RULE.check(_claim(n, witness=UpperWitness(rank=0, X=np.zeros((n, 0)), Y=np.zeros((n, 0)))))
     assert zero.outcome is Outcome.REFUTED  # ||A - 0||_inf = 1 > 1/4
+
+
+def test_the_trivial_rule_on_one_row_and_on_no_rows():
+    h = np.zeros((1, 3))
+    enc = softmax_enclosure_of(h)
+    one = Claim(enclosure=enc, chi=None, eps=Fraction(1, 2), strict=False, shape=(1, 3))
+    assert TRIVIAL_RULE.check(one).proved
+    assert TRIVIAL_RULE.check(Claim(enclosure=enc, chi=None, eps=Fraction(1, 2), strict=False)).proved  # shape from A
+    empty = Claim(enclosure=None, chi=None, eps=Fraction(1, 2), strict=False, shape=(0, 3))
+    assert TRIVIAL_RULE.check(empty).outcome is Outcome.UNRESOLVED  # no row: ||A||_inf = 0, nothing to prove

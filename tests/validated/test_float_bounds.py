@@ -34,3 +34,15 @@ def test_a_directed_rounding_mode_is_detected():
         libm.fesetround(FE["nearest"])
     assert seen == {"down": False, "down-effective": True, "up": False, "up-effective": True}
     assert binary64_environment_ok()
+
+
+def test_outward_rounding_is_tight_and_in_the_right_direction():
+    from fractions import Fraction
+
+    from softrank.validated.balls import float_at_least, float_at_most
+
+    for q in (Fraction(1, 2), Fraction(3), Fraction(-5, 4), Fraction(0)):  # binary64 numbers: exact
+        assert float_at_least(q) == float(q) == float_at_most(q)
+    third = Fraction(1, 3)
+    up, down = float_at_least(third), float_at_most(third)
+    assert Fraction(down) < third < Fraction(up) and np.nextafter(down, 1.0) == up

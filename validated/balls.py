@@ -6,7 +6,9 @@ that could make a bound unsafe.
 
 from __future__ import annotations
 
+import decimal
 import math
+import sys
 from fractions import Fraction
 
 from flint import arb
@@ -56,18 +58,42 @@ def lower_fraction(x: arb) -> Fraction:
 
 def float_at_least(q: Fraction) -> float:
     """The least binary64 number >= the rational ``q`` (overflow gives inf, still >= q)."""
-    f = float(q)  # rounds to nearest; step up if it fell below
+    try:
+        f = float(q)  # rounds to nearest; step up if it fell below
+    except OverflowError:
+        return math.inf if q > 0 else -sys.float_info.max
     if math.isfinite(f) and Fraction(f) < q:
         f = math.nextafter(f, math.inf)
     return f
 
 
 def float_at_most(q: Fraction) -> float:
-    """The greatest binary64 number <= the rational ``q``."""
-    f = float(q)
+    """The greatest binary64 number <= the rational ``q`` (overflow gives -inf, still <= q)."""
+    try:
+        f = float(q)
+    except OverflowError:
+        return -math.inf if q < 0 else sys.float_info.max
     if math.isfinite(f) and Fraction(f) > q:
         f = math.nextafter(f, -math.inf)
     return f
+
+
+def decimal_at_least(q: Fraction, digits: int = 17) -> str:
+    """A decimal with ``digits`` significant digits whose exact value is >= ``q`` (rounded up): how
+    an upper bound is printed, so that the printed number never claims more than was proved."""
+    return _decimal(q, digits, decimal.ROUND_CEILING)
+
+
+def decimal_at_most(q: Fraction, digits: int = 17) -> str:
+    """A decimal with ``digits`` significant digits whose exact value is <= ``q`` (rounded down)."""
+    return _decimal(q, digits, decimal.ROUND_FLOOR)
+
+
+def _decimal(q: Fraction, digits: int, rounding: str) -> str:
+    with decimal.localcontext() as dc:
+        dc.prec, dc.rounding, dc.Emax, dc.Emin = digits, rounding, decimal.MAX_EMAX, decimal.MIN_EMIN
+        d = decimal.Decimal(q.numerator) / decimal.Decimal(q.denominator)  # correctly rounded
+    return f"{d:g}" if d != 0 else "0"
 
 
 def float_upper(x: arb) -> float:

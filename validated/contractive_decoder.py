@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, arb_mat, ctx
 
-from softrank.validated.balls import float_at_least, float_at_most, lower_fraction, upper_fraction
+from softrank.validated.balls import decimal_at_least, decimal_at_most, lower_fraction, upper_fraction
 from softrank.validated.binary64_norms import (
     U,
     max_abs_rowsum_lower,
@@ -106,11 +106,11 @@ def check_contractive_decoder(enc: SoftmaxEnclosure, eps: Fraction, rows: np.nda
 
 
 def _decide(lo: Fraction | None, hi: Fraction, route: str, assumptions: list[str]) -> Check:
-    value = f"{float_at_least(hi):.17g}"
+    value = decimal_at_least(hi)
     if hi < 1:
         return Check(Outcome.PROVED, LEMMA_D, value=value, route=route, assumptions=assumptions)
     assert lo is not None
-    bounds = f"sum in [{float_at_most(lo):.17g}, {value}], margin 1 - upper = {float(1 - hi):+.3e}"
+    bounds = f"sum in [{decimal_at_most(lo)}, {value}], margin 1 - upper = {float(1 - hi):+.3e}"
     if lo >= 1:
         return Check(Outcome.REFUTED, LEMMA_D, value=value, route=route, assumptions=assumptions,
                      reason=f"{WHAT} fails certainly: {bounds}")

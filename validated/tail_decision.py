@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from softrank.validated.balls import float_at_least, float_at_most
+from softrank.validated.balls import decimal_at_least, decimal_at_most
 from softrank.validated.outcome import Check, Outcome
 
 ARB_ASSUMPTIONS = ["Arb ball arithmetic (python-flint) returns balls that contain the exact results"]
@@ -18,12 +18,12 @@ def decide_tail(lemma: str, what: str, lo: Fraction, hi: Fraction, thr_hi: Fract
                 assumptions: list[str], thr_lo: Fraction | None = None) -> Check:
     thr_lo = thr_hi if thr_lo is None else thr_lo
     lo_sq, hi_sq = lo * lo, hi * hi
-    value = f"{float_at_most(lo_sq):.17g}"
+    value = decimal_at_most(lo_sq)
     margin = (lo_sq - thr_hi) / thr_hi if thr_hi > 0 else None
     margin_text = "" if margin is None else f", relative margin {float(margin):+.3e}"
     if lo > 0 and lo_sq > thr_hi:
         return Check(Outcome.PROVED, lemma, value=value, route=route, assumptions=assumptions)
-    bounds = f"tail^2 in [{float_at_most(lo_sq):.17g}, {float_at_least(hi_sq):.17g}], threshold <= {float_at_least(thr_hi):.17g}"
+    bounds = f"tail^2 in [{decimal_at_most(lo_sq)}, {decimal_at_least(hi_sq)}], threshold <= {decimal_at_least(thr_hi)}"
     if hi_sq <= thr_lo:
         return Check(Outcome.REFUTED, lemma, value=value, route=route, assumptions=assumptions,
                      reason=f"{what} fails certainly: {bounds}{margin_text}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from flint import arb, arb_mat, ctx
 
-from softrank.validated.balls import upper_fraction
+from softrank.validated.balls import decimal_at_least, float_at_least, upper_fraction
 from softrank.validated.outcome import Check, Outcome
 from softrank.validated.softmax_perturbation import PERTURBATION_PREC_BITS, perturbation_sides_ball
 
@@ -56,15 +56,15 @@ def check_tau_bound(h_rows: list[list[arb]], x0: np.ndarray, y0: np.ndarray, c: 
             else:
                 tau_hat = dist = arb("nan")
     finite = tau_hat.is_finite() and dist.is_finite()
-    tau_up = float(upper_fraction(tau_hat)) if finite else float("inf")
-    dist_up = float(upper_fraction(dist)) if finite else float("inf")
+    tau_up = float_at_least(upper_fraction(tau_hat)) if finite else float("inf")
+    dist_up = float_at_least(upper_fraction(dist)) if finite else float("inf")
     if refuted:
         outcome, reason = Outcome.REFUTED, f"{refuted} rows violate the perturbation bound certainly"
     elif proved == m:
         outcome, reason = Outcome.PROVED, ""
     else:
         outcome, reason = Outcome.UNRESOLVED, f"{m - proved} rows not certain"
-    chk = Check(outcome, LEMMA_TAU, value=f"{tau_up:.17g}", route="arb", reason=reason,
+    chk = Check(outcome, LEMMA_TAU, value=decimal_at_least(upper_fraction(tau_hat)) if finite else "inf", route="arb", reason=reason,
                 assumptions=["Arb ball arithmetic (python-flint) returns balls that contain the exact results"])
     return TauCheck(chk, tau_up, dist_up, proved, m)
 

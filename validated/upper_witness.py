@@ -16,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, arb_mat, ctx
 
-from softrank.validated.balls import certainly_gt, upper_fraction
+from softrank.validated.balls import certainly_gt, decimal_at_least, upper_fraction
 from softrank.validated.float_bounds import (
     BINARY64_ASSUMPTIONS,
     matmul_error_rowsum_upper,
@@ -86,11 +86,11 @@ def check_upper_witness(enc: SoftmaxEnclosure, x: np.ndarray, y: np.ndarray, eps
         if candidates:
             bound, route = min(candidates, key=lambda t: t[0])
             if bound <= eps:
-                return Check(Outcome.PROVED, LEMMA_U, value=f"{float(bound):.17g}", route=route,
+                return Check(Outcome.PROVED, LEMMA_U, value=decimal_at_least(bound), route=route,
                              assumptions=base + BINARY64_ASSUMPTIONS + ARB_ASSUMPTIONS)
     # Strict route, or the referee when binary64 bounds are inconclusive.
     ball = witness_error_ball(enc.balls, x, y)
-    value = f"{float(upper_fraction(ball)):.17g}" if ball.is_finite() else "inf"
+    value = decimal_at_least(upper_fraction(ball)) if ball.is_finite() else "inf"
     if ball.is_finite() and upper_fraction(ball) <= eps:
         return Check(Outcome.PROVED, LEMMA_U, value=value, route="arb", assumptions=base + ARB_ASSUMPTIONS)
     if certainly_gt(ball, eps):

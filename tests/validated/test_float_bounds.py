@@ -46,3 +46,47 @@ def test_outward_rounding_is_tight_and_in_the_right_direction():
     third = Fraction(1, 3)
     up, down = float_at_least(third), float_at_most(third)
     assert Fraction(down) < third < Fraction(up) and np.nextafter(down, 1.0) == up
+
+
+def test_printed_bounds_round_outward():
+    """A printed upper bound is never below the rational it prints, a lower bound never above."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from softrank.validated.balls import decimal_at_least, decimal_at_most
+
+    @settings(max_examples=500, deadline=None, derandomize=True)
+    @given(st.fractions(min_value=Fraction(-10**6), max_value=Fraction(10**6), max_denominator=10**30),
+           st.integers(1, 30))
+    def check(q, digits):
+        up, down = Fraction(Decimal(decimal_at_least(q, digits))), Fraction(Decimal(decimal_at_most(q, digits)))
+        assert down <= q <= up
+        assert up - down <= abs(q) * Fraction(2, 10 ** (digits - 1)) + Fraction(1, 10**300)
+
+    check()
+
+
+def test_the_upper_witness_check_prints_its_bound_rounded_up():
+    """The value a PROVED upper-witness check prints is >= the rational bound it proved."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    from helpers import rowsoftmax_float, softmax_enclosure_of
+    from softrank.validated.upper_witness import check_upper_witness, witness_error_upper_binary64
+
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        n = int(rng.integers(4, 40))
+        h = rng.normal(size=(n, n)) * 3
+        a = rowsoftmax_float(h)
+        u, s, vt = np.linalg.svd(a)
+        k = int(rng.integers(1, n))
+        x, y = u[:, :k] * s[:k], vt[:k].T
+        enc = softmax_enclosure_of(h)
+        bound = witness_error_upper_binary64(enc.a_mid, enc.a_rad, x, y)
+        chk = check_upper_witness(enc, x, y, Fraction(10), strict=False)  # eps large: every witness proved
+        assert chk.proved and chk.route == "binary64-bound"
+        assert Fraction(Decimal(chk.value)) >= bound

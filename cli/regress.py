@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from softrank.cli.common import check_count
 from softrank.cli.tables import write_table
+from softrank.cli.replay_tables import eps_fraction
 from softrank.validated.errors import InputError
 
 VERDICTS = ("feasible", "impossible", "unresolved")
@@ -48,27 +49,12 @@ def _read(folder: Path, name: str) -> list[dict]:
         raise InputError(str(folder), name, f"not a readable parquet table ({type(err).__name__})") from None
 
 
-def _eps_value(text: str) -> Fraction | None:
-    try:
-        return Fraction(text)
-    except (ValueError, ZeroDivisionError, TypeError):
-        return None
-
-
 def _lower_explanation(row: dict, k: int | None) -> str:
     """Which lower certificates could have proved ``r > k`` and why they were not accepted."""
-    outcomes = [o for o in (row.get("lower_outcomes") or "").split("; ") if o]
-    relevant = []
-    for o in outcomes:
-        head, _, outcome = o.rpartition(":")
-        kind, _, claim = head.partition(">=")
-        try:
-            claimed = int(claim)
-        except ValueError:
-            claimed = None
-        if k is None or claimed is None or claimed > k:
-            relevant.append(f"{kind} claims r >= {claim}: {outcome}")
-    reasons = row.get("lower_reasons") or ""
+    outcomes = row.get("lower_outcomes") or []
+    relevant = [f"{o['kind']} claims r >= {o['claimed']}: {o['outcome']}" for o in outcomes
+                if k is None or o.get("claimed") is None or o["claimed"] > k]
+    reasons = "; ".join(f"{o['kind']}: {o['reason']}" for o in outcomes if o.get("reason"))
     if not relevant:
         return "no lower certificate stored with a claim above the budget" + (f" (reasons: {reasons})" if reasons else "")
     return "; ".join(relevant) + (f" | {reasons}" if reasons else "")
@@ -79,7 +65,7 @@ def _upper_explanation(row: dict) -> str:
     if outcome is None:
         return "no upper witness stored"
     bound = row.get("upper_bound") or ""
-    eps = _eps_value(row.get("eps") or "")
+    eps = eps_fraction(row.get("eps") or "")
     excess = ""
     try:
         if bound and eps is not None:

@@ -92,7 +92,7 @@ def test_replay_progress_is_the_shared_bar(tmp_path, capsys, monkeypatch):
     capsys.readouterr()
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     args = Namespace(store=str(tmp_path / "store"), out=str(tmp_path / "r"), strict=False, jobs=1, quiet=False,
-                     json=False)
+                     json=False, budgets="8,16,32", fail_on="")
     assert replay.run(args) == 0
     captured = capsys.readouterr()
     assert captured.out.startswith("replayed 2 records (0 malformed), 6 tolerances:")

@@ -68,7 +68,7 @@ def test_demo_builds_and_replays_a_store(demo):
     assert "replayed 3 records (0 malformed), 9 tolerances: upper witnesses proved 9," in proc.stdout
     rows = pq.read_table(out / "replay" / "replay.parquet").to_pylist()
     assert len(rows) == 9 and all(r["validated_upper"] == r["float64_upper"] for r in rows)
-    assert all(r["chi"] is not None and 0 <= r["chi"] < 1e-12 for r in rows)
+    assert all(r["chi_upper"] is not None and 0 <= r["chi_upper"] < 1e-12 for r in rows)
     assert (out / "replay" / "replay.csv").read_text().startswith("\"record_id\"")
 
 

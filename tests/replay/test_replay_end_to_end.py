@@ -98,17 +98,20 @@ def replayed(tmp_path_factory):
 def test_block_record_lower_end_is_proved_by_the_decoder(replayed):
     _, _, summary, rows, verdicts, info = replayed
     p = info["block"][0]
-    r = next(r for r in rows if r["record_id"] == "block-0" and r["eps"] == "0.2")
+    r = next(r for r in rows if r["record_id"] == "block-0" and r["eps"] == "binary64(0.2)")
     assert r["validated_lower"] == p == r["float64_lower"]
     assert r["lower_kind"] == "decoder"
     assert r["validated_upper"] == p  # the block witness, Lemma U
-    outcomes = r["lower_outcomes"].split("; ")
-    assert f"decoder>={p}:proved" in outcomes
-    assert f"decoder>={p + 1}:refuted" in outcomes or f"decoder>={p + 1}:unresolved" in outcomes
-    assert "nuclear>=3:unresolved" in outcomes
-    assert "malformed certificate" in r["lower_reasons"] and "unknown certificate kind" in r["lower_reasons"]
-    assert "binary64" in r["assumptions"]
-    vb = {v["k"]: v["validated_verdict"] for v in verdicts if v["record_id"] == "block-0" and v["eps"] == "0.2"}
+    outcomes = [(o["kind"], o["claimed"], o["outcome"]) for o in r["lower_outcomes"]]
+    assert ("decoder", p, "proved") in outcomes
+    assert all(o["lemma"] == "proofs/lemma_D_contractive_decoder.md" for o in r["lower_outcomes"]
+               if o["kind"] == "decoder" and o["outcome"] == "proved")
+    assert ("decoder", p + 1, "refuted") in outcomes or ("decoder", p + 1, "unresolved") in outcomes
+    assert ("nuclear", 3, "unresolved") in outcomes
+    reasons = " ".join(o["reason"] or "" for o in r["lower_outcomes"])
+    assert "malformed certificate" in reasons and "unknown certificate kind" in reasons
+    assert any("binary64" in a for a in r["assumptions"])
+    vb = {v["k"]: v["validated_verdict"] for v in verdicts if v["record_id"] == "block-0" and v["eps"] == "binary64(0.2)"}
     assert vb[p - 1] == "impossible" and vb[p] == "feasible" and vb[8] == "feasible"
 
 
@@ -146,8 +149,8 @@ def test_regress_reports_the_overclaim(replayed, tmp_path):
     assert "decoder claims r >= 5" in f["reason"] and "||A_S W - I_p||_inf" in f["reason"] and "margin" in f["reason"]
     trans = pq.read_table(tmp_path / "transitions.parquet").to_pylist()
     count = {(t["eps"], t["float64_verdict"], t["validated_verdict"]): t["count"] for t in trans if t["family"] == "synthetic"}
-    assert count[("0.2", "impossible", "impossible")] == 3
-    assert count[("0.2", "feasible", "feasible")] == 2
+    assert count[("binary64(0.2)", "impossible", "impossible")] == 3
+    assert count[("binary64(0.2)", "feasible", "feasible")] == 2
     assert count[("1/5", "impossible", "unresolved")] == 1
     diffs = json.loads((tmp_path / "end_differences.json").read_text())
     assert [(d["record_id"], d["eps"], d["end"]) for d in diffs] == [("block-0", "1/5", "lower")]

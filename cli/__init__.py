@@ -29,8 +29,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "families": ("softrank.cli.families", "exact closure of the gauge and grid families"),
     "theorem": ("softrank.cli.theorem", "sanity checks of the theory's inequalities and invariances"),
     "kappa": ("softrank.cli.kappa", "brackets for the intrinsic size kappa on a store"),
+    "attack": ("softrank.cli.attack", "try to beat every validated lower end (a soundness attack)"),
     "bench": ("softrank.cli.bench", "benchmarks (ratios measured in one run)"),
+    "study": ("softrank.cli.study", "studies on real models: rank budgets across block widths"),
 }
+# third-party modules of the producer extra: a checker-only install lacks them
+PRODUCER_MODULES = ("torch", "transformers", "gguf", "accelerate", "cvxpy", "clarabel", "safetensors",
+                    "huggingface_hub", "tokenizers")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -48,6 +53,20 @@ def _module(module_name: str):
     return importlib.import_module(module_name)
 
 
+def _missing(command: str | None, err: ModuleNotFoundError) -> int:
+    """One line for a module this install lacks: a part of softrank, or the producer's dependencies."""
+    name = err.name or ""
+    if name.startswith("softrank."):
+        print(f"softrank {command}: error: this subcommand is not available in this build ({name} missing)",
+              file=sys.stderr)
+        return 2
+    if name.split(".")[0] in PRODUCER_MODULES:
+        print(f"softrank {command}: error: this command needs the producer ({name} is not installed): "
+              "pip install 'softrank[producer]'", file=sys.stderr)
+        return 2
+    raise err
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
@@ -57,17 +76,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser(only=command)
     except ModuleNotFoundError as err:
-        if err.name and err.name.startswith("softrank."):
-            print(f"softrank {command}: error: this subcommand is not available in this build ({err.name} missing)",
-                  file=sys.stderr)
-            return 2
-        raise
+        return _missing(command, err)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
     try:
         return int(_module(COMMANDS[args.command][0]).run(args) or 0)
+    except ModuleNotFoundError as err:
+        return _missing(args.command, err)
     except InputError as err:
         print(f"softrank {args.command}: error: {err.one_line()}", file=sys.stderr)
         return 2

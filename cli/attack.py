@@ -1,0 +1,82 @@
+"""``softrank attack STORE``: try to beat every validated lower end of a store.
+
+For each record the validated replay (``softrank.replay.engine``) gives the proved lower ends;
+``softrank.fastpath.attack`` then searches for a matrix of rank L - 1 within eps with every upper
+construction and ``--restarts`` restarts of the alternating l1.  A witness the checker proves at
+rank L - 1 would contradict a proved lower end: it is reported as a soundness failure (exit 1).
+Writes ``attack.csv`` / ``attack.json`` into ``--out`` (default STORE/attack).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+
+from softrank.cli.common import check_count, progress
+from softrank.validated.errors import InputError
+
+
+def configure(parser) -> None:
+    parser.add_argument("store", help="store folder (records/ + index.csv)")
+    parser.add_argument("--out", default=None, help="output folder (default: STORE/attack)")
+    parser.add_argument("--restarts", type=int, default=8, help="alternating-l1 restarts per lower end (default 8)")
+    parser.add_argument("--jobs", type=int, default=1, help="records attacked in parallel (processes, >= 1)")
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _attack_folder(args: tuple[str, int]):
+    from softrank.fastpath.attack import attack_record
+    from softrank.replay.engine import replay_record
+    from softrank.replay.reader import read_record
+
+    folder, restarts = args
+    try:
+        record = read_record(folder)
+    except InputError as err:
+        return [], err.one_line()
+    result = replay_record(record)
+    lowers = {t.eps: t.validated_lower for t in result.tolerances if t.validated_lower is not None}
+    return [asdict(r) for r in attack_record(record, lowers, restarts=restarts)], None
+
+
+def run(args) -> int:
+    from softrank.fastpath.files import write_csv, write_json
+    from softrank.replay.reader import list_records
+
+    jobs, restarts = check_count(args.jobs, "jobs"), check_count(args.restarts, "restarts", minimum=0)
+    folders = [str(f) for f in list_records(args.store)]
+    out = Path(args.out or Path(args.store) / "attack")
+    out.mkdir(parents=True, exist_ok=True)
+    rows, errors = [], []
+    tasks = [(f, restarts) for f in folders]
+    with progress(not args.no_progress and sys.stderr.isatty(), len(tasks), "attack") as update:
+        pool = ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else None
+        results = pool.map(_attack_folder, tasks) if pool else map(_attack_folder, tasks)
+        for i, (r_rows, error) in enumerate(results):
+            rows.extend(r_rows)
+            if error:
+                errors.append(error)
+            update(i + 1)
+        if pool:
+            pool.shutdown()
+    write_csv(out / "attack.csv", rows, fields=list(rows[0]) if rows else ["record_id"])
+    write_json(out / "attack.json", rows)
+    summary = {"records": len(folders), "malformed": len(errors), "lower_ends": len(rows),
+               "attempts": sum(r["attempts"] for r in rows),
+               "float64_near_misses": sum(r["float64_beaten"] for r in rows),
+               "beaten": sum(r["validated_beaten"] for r in rows), "table": str(out / "attack.csv")}
+    for line in errors:
+        print(f"softrank attack: error: {line}", file=sys.stderr)
+    for r in rows:
+        if r["validated_beaten"]:
+            print(f"softrank attack: SOUNDNESS FAILURE: {r['record_id']} eps {r['eps']}: a rank {r['lower'] - 1} "
+                  f"witness is proved within eps although r_eps >= {r['lower']} was proved", file=sys.stderr)
+    print(json.dumps(summary) if args.json else
+          f"attacked {summary['lower_ends']} validated lower ends of {summary['records']} records "
+          f"({summary['attempts']} constructions tried): beaten {summary['beaten']}, float64 near misses "
+          f"{summary['float64_near_misses']}; table: {summary['table']}")
+    return 1 if summary["beaten"] else 2 if errors else 0

@@ -88,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as err:
         print(f"softrank {args.command}: error: {err.one_line()}", file=sys.stderr)
         return 2
+    except OSError as err:  # the file system refused (permissions, a full disk, a path that is a file)
+        where = err.filename or "file system"
+        print(f"softrank {args.command}: error: {where}: {err.strerror or err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("softrank: interrupted", file=sys.stderr)
         return 130

@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
-from softrank.cli.common import check_count, progress
+from softrank.cli.common import check_count, output_dir, progress
 from softrank.validated.errors import InputError
 
 
@@ -49,8 +49,7 @@ def run(args) -> int:
 
     jobs, restarts = check_count(args.jobs, "jobs"), check_count(args.restarts, "restarts", minimum=0)
     folders = [str(f) for f in list_records(args.store)]
-    out = Path(args.out or Path(args.store) / "attack")
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(args.out or Path(args.store) / "attack")
     rows, errors = [], []
     tasks = [(f, restarts) for f in folders]
     with progress(not args.no_progress and sys.stderr.isatty(), len(tasks), "attack") as update:

@@ -102,3 +102,60 @@ def progress(on: bool, total: int, label: str) -> Iterator[Callable[[int], None]
                   console=Console(stderr=True), transient=False) as bar:
         task = bar.add_task(label, total=total)
         yield lambda done: bar.update(task, completed=done)
+
+
+def output_dir(path, field: str = "out", empty: bool = False):
+    """An output folder: created if missing; an existing file (not a folder) there is an
+    ``InputError``, as is a non-empty folder when ``empty`` (nothing already there is touched)."""
+    from pathlib import Path
+
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(str(path), field, "exists and is not a folder")
+    if empty and path.is_dir() and any(path.iterdir()):
+        raise InputError(str(path), field, "is not empty (choose a new folder; nothing there was changed)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(str(path), field, f"cannot create the folder: {err.strerror or err}") from None
+    return path
+
+
+MAX_INPUT_BYTES = 64 * 2**20  # largest text input file read (matrices, witnesses)
+
+
+def read_text_file(path, field: str = "", max_bytes: int = MAX_INPUT_BYTES) -> str:
+    """The UTF-8 text of a regular file of at most ``max_bytes`` bytes; anything else (a missing
+    file, a folder, a pipe or device that could block, a binary or too large file) is an
+    ``InputError`` naming the file."""
+    import os
+    import stat
+
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(str(path), field, "not a regular file")
+        if st.st_size > max_bytes:
+            raise InputError(str(path), field, f"larger than {max_bytes} bytes")
+        with open(path, "rb") as fh:
+            raw = fh.read(max_bytes + 1)
+    except OSError as err:
+        raise InputError(str(path), field, f"cannot read: {err.strerror or err}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(str(path), field, f"not UTF-8 text (byte {err.start})") from None
+
+
+def load_json_text(text: str, path, field: str = "", **kwargs):
+    """``json.loads`` whose every failure (syntax, nesting depth, huge integers) is an ``InputError``."""
+    import json
+
+    try:
+        return json.loads(text, **kwargs)
+    except json.JSONDecodeError as err:
+        raise InputError(str(path), field, f"not JSON: {err.msg} at line {err.lineno}") from None
+    except RecursionError:
+        raise InputError(str(path), field, "JSON nested too deeply") from None
+    except ValueError as err:
+        raise InputError(str(path), field, f"unreadable number in JSON: {str(err)[:80]}") from None

@@ -3,17 +3,27 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import time
+import warnings
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from softrank.cli.common import parse_int_list, progress
-from softrank.fastpath.extract import DEFAULT_THREADS
-from softrank.validated.errors import InputError
+# This process extracts offline: nothing is downloaded (set before transformers is imported).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from softrank.cli.common import parse_int_list, progress  # noqa: E402
+from softrank.fastpath.extract import DEFAULT_THREADS  # noqa: E402
+from softrank.validated.errors import InputError  # noqa: E402
 
 
 def configure(parser) -> None:
-    parser.add_argument("--model", required=True, help="minilm, smollm2, or a local checkpoint folder / .gguf file")
+    parser.add_argument("--model", required=True,
+                        help="minilm, smollm2, a local checkpoint folder / .gguf file, or a Hugging Face id "
+                             "already in the local cache (offline)")
     parser.add_argument("--out", required=True, metavar="STORE", help="store folder (created if absent)")
     parser.add_argument("--sources", type=int, default=None,
                         help="number of passages (stdlib documentation) or images (vision models)")
@@ -28,6 +38,9 @@ def configure(parser) -> None:
                         help="at most this many operators, spread over sources, layers and heads")
     parser.add_argument("--text-file", action="append", default=None, dest="text_files", metavar="PATH",
                         help="use this text file as a source instead of the stdlib passages (repeatable)")
+    parser.add_argument("--image-file", action="append", default=None, dest="image_files", metavar="PATH",
+                        help="use this image as a source for a vision model (PNG, PPM/PGM; any format with "
+                             "Pillow) instead of the synthetic images (repeatable)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--threads", type=int, default=None,
                         help=f"torch CPU threads during extraction (default {DEFAULT_THREADS})")
@@ -52,6 +65,18 @@ def progress_report(on: bool, label: str):
         yield report
 
 
+@contextmanager
+def one_line_warnings(command: str):
+    """The producer's warnings (tokenizer fallback, capture) as one line each on stderr."""
+    def show(message, category, *_args, **_kw):
+        print(f"softrank {command}: warning: {message}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = show
+        yield
+
+
 def _texts(paths: list[str] | None):
     if not paths:
         return None
@@ -72,9 +97,9 @@ def run(args) -> int:
                "widths": parse_int_list(args.widths, "widths", minimum=None),
                "layers": parse_int_list(args.layers, "layers", minimum=None),
                "heads": parse_int_list(args.heads, "heads", minimum=None), "max_operators": args.max_operators,
-               "texts": texts, "device": args.device, "threads": args.threads}
+               "texts": texts, "images": args.image_files, "device": args.device, "threads": args.threads}
     start = time.perf_counter()
-    with progress_report(not args.no_progress, f"extract {Path(args.model).name}") as report:
+    with one_line_warnings("extract"), progress_report(not args.no_progress, f"extract {Path(args.model).name}") as report:
         options["progress"] = report
         ids = extract_to_store(args.model, args.out, **{k: v for k, v in options.items() if v is not None})
     elapsed = time.perf_counter() - start

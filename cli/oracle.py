@@ -11,9 +11,8 @@ from __future__ import annotations
 import json
 import re
 from fractions import Fraction
-from pathlib import Path
 
-from softrank.cli.common import parse_count, parse_eps_exact
+from softrank.cli.common import load_json_text, parse_count, parse_eps_exact, read_text_file
 from softrank.validated.errors import InputError
 
 
@@ -49,15 +48,8 @@ def read_matrix(path: str) -> list[list[Fraction]]:
     """Read MATRIX.json exactly: integers, rational strings, JSON decimals read as decimals."""
     from softrank.exact.rational import as_matrix
 
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(path, "", f"cannot read: {err.strerror or err}") from None
-    try:
-        data = json.loads(text, parse_float=lambda s: s, parse_constant=lambda s: s)
-    except json.JSONDecodeError as err:
-        raise InputError(path, "", f"not JSON: {err.msg} at line {err.lineno}") from None
+    text = read_text_file(path)
+    data = load_json_text(text, path, parse_float=lambda s: s, parse_constant=lambda s: s)
     if not isinstance(data, list) or not data:
         raise InputError(path, "", "expected a non-empty JSON list of rows")
     rows = []
@@ -76,6 +68,9 @@ def run(args) -> int:
     k = parse_count(args.rank, "rank", minimum=0) if args.rank is not None else None
     A = read_matrix(args.matrix)
     witness = read_matrix(args.witness) if args.witness else None
+    if witness is not None and (len(witness), len(witness[0])) != (len(A), len(A[0])):
+        raise InputError(args.witness, "witness", f"shape {len(witness)} x {len(witness[0])} differs from the "
+                                                  f"matrix's {len(A)} x {len(A[0])}")
     if k is not None:
         v = decide(A, eps, k, args.klass, witness=witness, search=not args.no_search, method=args.lp)
         out = v.to_json()

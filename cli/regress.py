@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from softrank.cli.common import check_count
 from softrank.cli.tables import write_table
+from softrank.cli.common import output_dir
 from softrank.cli.replay_tables import eps_fraction
 from softrank.validated.errors import InputError
 
@@ -159,7 +160,7 @@ _SCHEMAS = {
 
 def save(tables: dict[str, list[dict]], out: Path) -> None:
     """Each table as ``NAME.parquet``, ``NAME.csv`` and ``NAME.json`` in OUT (each file atomic)."""
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(out)
     for name, rows in tables.items():
         write_table(out / name, rows, _SCHEMAS[name], formats=("parquet", "csv", "json"))
 

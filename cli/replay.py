@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from softrank import __version__
-from softrank.cli.common import check_count, parse_int_list, progress as progress_bar
+from softrank.cli.common import check_count, output_dir, parse_int_list, progress as progress_bar
 from softrank.cli.replay_tables import DEFAULT_BUDGETS, REPLAY_COLUMNS, VERDICT_COLUMNS, result_rows
 from softrank.cli.tables import write_table
 from softrank.replay.engine import RecordResult, replay_record
@@ -159,8 +159,7 @@ def replay_store(store, out, *, strict: bool = False, jobs: int = 1, budgets: tu
     """Replay every record of STORE and write the tables into OUT. Malformed records are reported
     (``summary.errors``, one line each) and the others are still replayed and written."""
     folders = [str(f) for f in list_records(store)]
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(out)
     rows: list[dict] = []
     verdicts: list[dict] = []
     summary = ReplaySummary(records=len(folders))

@@ -19,7 +19,7 @@ import statistics
 import time
 from pathlib import Path
 
-from softrank.cli.common import parse_eps_list
+from softrank.cli.common import output_dir, parse_eps_list
 from softrank.cli.extract import progress_report
 from softrank.fastpath.files import write_csv, write_json
 from softrank.validated.errors import InputError
@@ -93,7 +93,7 @@ def run(args) -> int:
 
     eps_list = _check_arguments(args)
     console = Console(stderr=False, width=None if sys.stdout.isatty() else 170)
-    out = Path(args.out)
+    out = output_dir(args.out)
     store = out / "store"
     progress = not args.no_progress
     times: dict[str, float] = {}

@@ -15,6 +15,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "lower": ("softrank.cli.bench.lower:main", "validated vs float64 time for lower certificates"),
     "oracle": ("softrank.cli.bench.oracle:main", "exact oracle: 3x3 profile and 6x6 rank-1 decision"),
     "bracket": ("softrank.cli.bench.bracket:main", "bracket throughput and time share per construction"),
+    "store": ("softrank.cli.bench.store:main", "validated vs plain float64 replay of a whole store (STORE)"),
 }
 
 
@@ -22,6 +23,8 @@ def configure(parser) -> None:
     parser.add_argument("name", choices=sorted(BENCHMARKS), help="which benchmark")
     parser.add_argument("--repeats", type=int, default=5, help="timing repeats, >= 1 (median reported)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    parser.add_argument("target", nargs="?", help="the store folder (bench store)")
+    parser.add_argument("--json", action="store_true", help="one JSON object (bench store)")
 
 
 def run(args) -> int:

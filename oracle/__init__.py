@@ -10,9 +10,16 @@ Public API::
 FLINT ``fmpq_mat``; ``eps`` a rational > 0.  See docs/oracle.md and proofs/oracle_*.md.
 """
 
-from softrank.oracle.core import CertificateRejected, Profile, Verdict, decide, profile, thresholds
 from softrank.oracle.checks import recheck
+from softrank.oracle.core import (
+    CertificateRejected,
+    Profile,
+    Verdict,
+    decide,
+    profile,
+    thresholds,
+)
 from softrank.oracle.threshold_checks import check_threshold
 
-__all__ = ["decide", "profile", "thresholds", "recheck", "check_threshold", "Verdict", "Profile",
-           "CertificateRejected"]
+__all__ = ["CertificateRejected", "Profile", "Verdict", "check_threshold", "decide", "profile", "recheck",
+           "thresholds"]

@@ -18,6 +18,9 @@ rank1-signed           no B of rank <= 1 (unrestricted)          proofs/oracle_k
 kernel-dual            no B of rank <= N - 1                     proofs/oracle_kN_minus_1.md
 cokernel-dual          no B of rank <= m - 1                     proofs/oracle_km_minus_1.md
 rank1-stochastic-dual  no stochastic B of rank <= 1              proofs/oracle_k1_stochastic.md
+radon-separation       no stochastic B of rank <= m - 1          proofs/oracle_radon_stochastic.md
+submatrix              what its embedded certificate proves      proofs/oracle_submatrix.md
+                       for a sub-cell extracted from A
 =====================  ========================================  ===============================
 
 An impossibility for the unrestricted class is one for the stochastic class too (fewer
@@ -29,50 +32,18 @@ from __future__ import annotations
 import itertools
 from fractions import Fraction
 
+from softrank.oracle.check_basics import (
+    ZERO,
+    as_matrix,
+    as_rational,
+    as_vector,
+    dot,
+    l1,
+    simplex_distance,
+)
+from softrank.oracle.radon_checks import check_radon
+from softrank.oracle.subcell_checks import check_submatrix
 from softrank.validated.errors import InputError
-
-ZERO = Fraction(0)
-ONE = Fraction(1)
-
-
-def as_rational(x) -> Fraction:
-    if isinstance(x, bool):
-        raise ValueError("bool is not a rational")
-    if isinstance(x, (int, Fraction)):
-        return Fraction(x)
-    if isinstance(x, str):
-        return Fraction(x)
-    raise ValueError(f"not a rational: {x!r}")
-
-
-def as_vector(v, n=None) -> list[Fraction]:
-    out = [as_rational(x) for x in v]
-    if n is not None and len(out) != n:
-        raise ValueError("vector of the wrong length")
-    return out
-
-
-def as_matrix(M, rows=None, cols=None) -> list[list[Fraction]]:
-    out = [as_vector(r, cols) for r in M]
-    if rows is not None and len(out) != rows:
-        raise ValueError("matrix with the wrong number of rows")
-    return out
-
-
-def l1(v) -> Fraction:
-    return sum((abs(x) for x in v), ZERO)
-
-
-def dot(u, v) -> Fraction:
-    return sum((a * b for a, b in zip(u, v)), ZERO)
-
-
-def simplex_distance(a) -> Fraction:
-    """min over probability vectors p of ||a - p||_1 = |P - 1| + Q (P, Q: positive, negative mass)."""
-    P = sum((x for x in a if x > 0), ZERO)
-    Q = -sum((x for x in a if x < 0), ZERO)
-    return abs(P - 1) + Q
-
 
 # ---------------------------------------------------------------- one function per kind
 
@@ -88,10 +59,8 @@ def check_witness(A, eps, k, klass, cert) -> bool:
     B = [[dot(X[i], Y[j]) for j in range(N)] for i in range(m)]
     if any(l1([a - b for a, b in zip(A[i], B[i])]) > eps for i in range(m)):
         return False
-    if klass == "stochastic":
-        if any(b < 0 for row in B for b in row) or any(sum(row, ZERO) != 1 for row in B):
-            return False
-    return True
+    return klass != "stochastic" or (all(b >= 0 for row in B for b in row)
+                                     and all(sum(row, ZERO) == 1 for row in B))
 
 
 def check_row_norm(A, eps, cert) -> bool:
@@ -233,15 +202,28 @@ def check_rank1_stochastic(A, eps, cert) -> bool:
     return num > eps * den
 
 
-# kind -> (checker, largest rank it excludes as a function of (m, N), classes it speaks for)
+def _plain(checker):
+    """A checker that needs only (A, eps, cert), in the table's signature."""
+    return lambda A, eps, cert, k, klass: checker(A, eps, cert)
+
+
+def _submatrix(A, eps, cert, k, klass):
+    return check_submatrix(A, eps, cert, k, klass, recheck)
+
+
+BOTH = ("unrestricted", "stochastic")
+# kind -> (checker(A, eps, cert, k, klass), largest rank it excludes as a function of (m, N) or
+# None when it has no own limit, classes it speaks for)
 _IMPOSSIBLE = {
-    "row-norm": (check_row_norm, lambda m, N: 0, ("unrestricted", "stochastic")),
-    "zero-not-stochastic": (check_zero_not_stochastic, lambda m, N: 0, ("stochastic",)),
-    "row-simplex-distance": (check_row_simplex, lambda m, N: max(m, N), ("stochastic",)),
-    "rank1-signed": (check_rank1_signed, lambda m, N: 1, ("unrestricted", "stochastic")),
-    "kernel-dual": (check_kernel, lambda m, N: N - 1, ("unrestricted", "stochastic")),
-    "cokernel-dual": (check_cokernel, lambda m, N: m - 1, ("unrestricted", "stochastic")),
-    "rank1-stochastic-dual": (check_rank1_stochastic, lambda m, N: 1, ("stochastic",)),
+    "row-norm": (_plain(check_row_norm), lambda m, N: 0, BOTH),
+    "zero-not-stochastic": (_plain(check_zero_not_stochastic), lambda m, N: 0, ("stochastic",)),
+    "row-simplex-distance": (_plain(check_row_simplex), None, ("stochastic",)),
+    "rank1-signed": (_plain(check_rank1_signed), lambda m, N: 1, BOTH),
+    "kernel-dual": (_plain(check_kernel), lambda m, N: N - 1, BOTH),
+    "cokernel-dual": (_plain(check_cokernel), lambda m, N: m - 1, BOTH),
+    "rank1-stochastic-dual": (_plain(check_rank1_stochastic), lambda m, N: 1, ("stochastic",)),
+    "radon-separation": (_plain(check_radon), lambda m, N: m - 1, ("stochastic",)),
+    "submatrix": (_submatrix, None, BOTH),
 }
 
 
@@ -249,31 +231,24 @@ def recheck(A, eps, k, klass, verdict, certificate) -> bool:
     """True iff ``certificate`` proves ``verdict`` for the cell (A, eps, k, klass), exactly.
 
     ``outside-scope`` claims nothing and re-checks trivially.  Malformed certificates give False.
-    (A row-simplex-distance certificate excludes stochastic B at every rank; its rank entry
-    max(m, N) is only an upper bound on any rank that matters.)
+    (A row-simplex-distance certificate excludes stochastic B at every rank; a submatrix one
+    carries the rank limit of the certificate it embeds.)
     """
     if verdict == "outside-scope":
         return True
-    if klass not in ("unrestricted", "stochastic") or not isinstance(certificate, dict):
+    if klass not in BOTH or not isinstance(certificate, dict):
         return False
     try:
         eps = as_rational(eps)
         kind = certificate.get("kind")
         if verdict == "feasible":
             return kind == "witness" and check_witness(A, eps, int(k), klass, certificate)
-        if verdict == "impossible":
-            if kind not in _IMPOSSIBLE:
-                return False
+        if verdict == "impossible" and kind in _IMPOSSIBLE:
             checker, max_rank, classes = _IMPOSSIBLE[kind]
-            m, N = len(A), len(A[0])
-            if klass not in classes:
+            k = int(k)
+            if klass not in classes or k < 0 or (max_rank is not None and k > max_rank(len(A), len(A[0]))):
                 return False
-            if kind == "row-simplex-distance":
-                return checker(A, eps, certificate)
-            return int(k) <= max_rank(m, N) and checker(A, eps, certificate)
-    except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, InputError):
+            return bool(checker(A, eps, certificate, k, klass))
+    except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, InputError, RecursionError):
         return False
     return False
-
-
-# ---------------------------------------------------------------- thresholds

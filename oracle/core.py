@@ -13,13 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from softrank.validated.errors import InputError
-from softrank.exact.rational import as_matrix, fmt, fmt_mat, parse_rational, rank, rank_factor
-from softrank.oracle import corank
+from softrank.exact.rational import as_matrix, fmt, fmt_mat, parse_rational, rank_factor
 from softrank.oracle import reductions as red
+from softrank.oracle import routes, submatrix
 from softrank.oracle import witness as wit
+from softrank.oracle.cell import CellCache, CertificateRejected
 from softrank.oracle.checks import check_witness, recheck
 from softrank.oracle.threshold_checks import check_threshold
+from softrank.validated.errors import InputError
 
 CLASSES = ("unrestricted", "stochastic")
 
@@ -30,14 +31,12 @@ PROOF = {
     "k=N-1": "proofs/oracle_kN_minus_1.md",
     "k=m-1": "proofs/oracle_km_minus_1.md",
     "k=1 stochastic": "proofs/oracle_k1_stochastic.md",
+    "k=m-1 stochastic": "proofs/oracle_radon_stochastic.md",
+    "submatrix": "proofs/oracle_submatrix.md",
     "stochastic rows": "proofs/oracle_stochastic_rows.md",
     "witness": "proofs/oracle_witness.md",
     "none": "",
 }
-
-
-class CertificateRejected(AssertionError):
-    """A reduction produced a certificate that the independent re-check rejects (a bug)."""
 
 
 @dataclass
@@ -111,52 +110,8 @@ def _witness_arg(witness, A):
     return red.witness_from_matrix(as_matrix(witness, "witness", "B"), construction="given")
 
 
-class CellCache:
-    """Per-cell cache of ranks and thresholds shared by decide() calls inside profile()."""
-
-    def __init__(self, A, method="auto", prune=True):
-        self.A = A
-        self.method = method
-        self.prune = prune
-        self.rank = rank(A)
-        self.m, self.N = len(A), len(A[0])
-        self.thresholds: dict = {}  # name -> threshold certificate
-        self.stats = {"lps": 0}
-
-    def threshold(self, name):
-        if name not in self.thresholds:
-            A, meth, st = self.A, self.method, self.stats
-            if name == "kernel":
-                t = corank.kernel_threshold(A, meth, st)
-            elif name == "cokernel":
-                t = corank.cokernel_threshold(A, meth, st)
-            elif name == "rank1-stochastic":
-                t = red.rank1_stochastic_threshold(A, meth, st)
-            elif name == "norm":
-                t = red.norm_threshold(A)
-            elif name == "simplex-rows":
-                t = red.simplex_rows_threshold(A)
-            else:  # pragma: no cover
-                raise KeyError(name)
-            own_k = {"kernel": self.N - 1, "cokernel": self.m - 1, "rank1-stochastic": 1, "norm": 0,
-                     "simplex-rows": min(self.m, self.N)}[name]
-            if not check_threshold(A, t, own_k):
-                raise CertificateRejected(f"threshold certificate {name} does not re-check")
-            self.thresholds[name] = t
-        return self.thresholds[name]
-
-    def corank_route(self, k):
-        """'kernel' (N LPs) or 'cokernel' (2^(m-1) LPs) for k = N-1 / m-1, the cheaper one."""
-        routes = []
-        if k == self.N - 1:
-            routes.append((self.N, "kernel"))
-        if k == self.m - 1:
-            routes.append((2 ** (self.m - 1), "cokernel"))
-        return min(routes)[1] if routes else None
-
-
 def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method="auto", prune=True,
-           cache: CellCache | None = None) -> Verdict:
+           cache: CellCache | None = None, subcells=True) -> Verdict:
     """Exact verdict for the cell (A, eps, k, klass), with a re-checked certificate.
 
     ``A``: list of rows of Fraction / int / "p/q" strings, or an ``fmpq_mat``.  ``eps`` > 0.
@@ -164,6 +119,8 @@ def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method
     ``search``: try the witness search of ``softrank.oracle.witness`` when no reduction applies.
     ``method``: LP route, "auto" | "highs" | "simplex" (see ``softrank.exact.lp.solve``).
     ``prune``: depth-first pruning of sign patterns at k = 1 (unrestricted).
+    ``subcells``: try the lower bounds of sub-cells (``softrank.oracle.submatrix``) before
+    answering outside-scope.
     """
     A, eps, k, klass = _cell(A, eps, k, klass)
     cell = cache if cache is not None and cache.A == A else CellCache(A, method, prune)
@@ -172,48 +129,21 @@ def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method
         cert = _witness_arg(witness, A)
         if check_witness(A, eps, k, klass, cert):
             return _finish(A, eps, k, klass, "feasible", cert, "witness")
-
-    if klass == "unrestricted":
-        if k >= cell.rank:
-            return _finish(A, eps, k, klass, "feasible",
-                           red.witness_from_matrix(A, construction="B = A"), "k>=rank")
-        if k == 0:
-            return _finish(A, eps, k, klass, *red.k0_unrestricted(A, eps), "k=0")
-        if k == 1:
-            out = red.k1_unrestricted(A, eps, cell.method, cell.prune, cell.stats)
-            return _finish(A, eps, k, klass, *out, "k=1 unrestricted")
-        route = cell.corank_route(k)
-        if route == "kernel":
-            return _finish(A, eps, k, klass, *corank.kernel_decide(A, eps, cell.threshold("kernel")), "k=N-1")
-        if route == "cokernel":
-            return _finish(A, eps, k, klass, *corank.cokernel_decide(A, eps, cell.threshold("cokernel")), "k=m-1")
-    else:
-        status, out = red.stochastic_rows(A, eps)
-        if status == "impossible":
-            return _finish(A, eps, k, klass, "impossible", out, "stochastic rows")
-        if rank(out) <= k:
-            return _finish(A, eps, k, klass, "feasible",
-                           red.witness_from_matrix(out, construction="row-wise nearest stochastic matrix"),
-                           "stochastic rows")
-        if k == 0:
-            return _finish(A, eps, k, klass, "impossible", {"kind": "zero-not-stochastic"}, "k=0")
-        if k == 1:
-            out = red.rank1_stochastic_decide(A, eps, cell.threshold("rank1-stochastic"))
-            return _finish(A, eps, k, klass, *out, "k=1 stochastic")
-        # fewer competitors: an unrestricted impossibility is a stochastic one
-        unres = decide(A, eps, k, "unrestricted", search=False, method=cell.method, prune=cell.prune, cache=cell)
-        if unres.verdict == "impossible":
-            return _finish(A, eps, k, klass, "impossible", unres.certificate, unres.reduction,
-                           note="an unrestricted impossibility implies the stochastic one (fewer competitors)")
-
+    out = routes.direct(A, eps, k, klass, cell)
+    if out is not None:
+        return _finish(A, eps, k, klass, *out)
     if search:
         found = wit.search(A, eps, k, klass, cell.method)
         if found is not None:
             X, Y = found
             cert = red.witness_certificate(X, Y, construction="fixed row space (witness search)")
             return _finish(A, eps, k, klass, "feasible", cert, "witness")
+    if subcells:
+        cert = submatrix.lower_bound(A, eps, k, klass, cell)
+        if cert is not None:
+            return _finish(A, eps, k, klass, "impossible", cert, "submatrix")
     return _finish(A, eps, k, klass, "outside-scope", None, "none",
-                   note="no exact reduction covers this (k, class) and no witness was found")
+                   note="no exact reduction covers this (k, class), no sub-cell bound and no witness was found")
 
 
 @dataclass
@@ -296,8 +226,9 @@ def thresholds(A, klass="unrestricted", method="auto", cache: CellCache | None =
     return vals, certs
 
 
-def profile(A, eps, klass="unrestricted", *, method="auto", prune=True, search=True) -> Profile:
-    """The exact bracket on r_eps(A) in the class, with the decisions that prove it.
+def profile(A, eps, klass="unrestricted", *, method="auto", prune=True, search=True, subcells=True) -> Profile:
+    """The exact bracket on r_eps(A) in the class, with the decisions that prove it (every route
+    of ``decide``).
 
     Decides k = 0, 1, 2, ... in turn and stops at the first feasible k; ``lower`` is one more than
     the largest k proved impossible below it.  Stochastic cells with a row farther than eps from
@@ -308,8 +239,8 @@ def profile(A, eps, klass="unrestricted", *, method="auto", prune=True, search=T
     decisions = []
     top = cell.rank if klass == "unrestricted" else min(cell.m, cell.N)
     upper = None
-    for k in range(0, top + 1):
-        d = decide(A, eps, k, klass, search=search, method=method, prune=prune, cache=cell)
+    for k in range(top + 1):
+        d = decide(A, eps, k, klass, search=search, method=method, prune=prune, cache=cell, subcells=subcells)
         decisions.append(d)
         if d.verdict == "feasible":
             upper = k
@@ -323,7 +254,6 @@ def profile(A, eps, klass="unrestricted", *, method="auto", prune=True, search=T
     lower = max(impossible) + 1 if impossible else 0
     # consistency with the thresholds (both exact): eps*_k <= eps iff feasible at k
     for d in decisions:
-        if d.k in vals and d.verdict != "outside-scope":
-            if (vals[d.k] <= eps) != (d.verdict == "feasible"):
-                raise CertificateRejected(f"threshold eps*_{d.k} = {fmt(vals[d.k])} disagrees with the decision")
+        if d.k in vals and d.verdict != "outside-scope" and (vals[d.k] <= eps) != (d.verdict == "feasible"):
+            raise CertificateRejected(f"threshold eps*_{d.k} = {fmt(vals[d.k])} disagrees with the decision")
     return Profile(lower, upper, lower if lower == upper else None, vals, klass, eps, decisions, certs)

@@ -21,7 +21,6 @@ from fractions import Fraction
 
 import sympy as sp
 from flint import arb, ctx, fmpz_mat
-
 from softrank.validated.errors import InputError
 
 PROOF_GAUGE = "proofs/family_gauge.md"

@@ -6,8 +6,19 @@ One table maps each threshold kind to its checker; malformed input gives False.
 
 from __future__ import annotations
 
-from softrank.oracle.checks import (ZERO, as_matrix, as_rational, as_vector, covered_orthant_bounds, dot,
-                                    kernel_bound, l1, rank1_stochastic_bound, simplex_distance)
+from softrank.oracle.checks import (
+    ZERO,
+    as_matrix,
+    as_rational,
+    as_vector,
+    covered_orthant_bounds,
+    dot,
+    kernel_bound,
+    l1,
+    rank1_stochastic_bound,
+    simplex_distance,
+)
+
 
 def check_threshold(A, cert, k=None) -> bool:
     """An exact threshold eps*_k = value: a primal point attaining it and dual bounds reaching it.

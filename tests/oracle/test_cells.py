@@ -13,7 +13,6 @@ from fractions import Fraction as F
 from pathlib import Path
 
 import pytest
-
 from softrank.oracle import checks, decide, profile, recheck
 
 CELLS = sorted((Path(__file__).parent / "cells").glob("*.json"))

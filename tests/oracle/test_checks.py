@@ -7,11 +7,11 @@ import random
 from fractions import Fraction as F
 
 import pytest
-
 from softrank.oracle import check_threshold, decide, recheck, thresholds
 
-Q = lambda rows: [[F(x) for x in r] for r in rows]  # noqa: E731
+Q = lambda rows: [[F(x) for x in r] for r in rows]
 ID3 = Q([[1, 0, 0], [0, 1, 0], [0, 0, 1]])
+ID4 = Q([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
 CELL = Q([[F(1, 2), 0, F(1, 2)], [F(1, 7), F(3, 7), F(3, 7)], [F(2, 5), F(1, 5), F(2, 5)]])
 
 
@@ -32,12 +32,15 @@ def cases():
         ("cokernel-dual", Q([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 1]]), F(1, 2), 2, "unrestricted", "impossible"),
         ("rank1-stochastic-dual", CELL, F(2, 5), 1, "stochastic", "impossible"),
         ("row-simplex-distance", Q([[2, 0], [0, 1]]), F(1, 2), 1, "stochastic", "impossible"),
+        ("radon-separation", ID3, F(1, 2), 2, "stochastic", "impossible"),
+        ("submatrix", ID4, F(1, 2), 2, "unrestricted", "impossible"),
+        ("submatrix-stochastic", ID4, F(1, 2), 2, "stochastic", "impossible"),
     ]
 
 
 @pytest.mark.parametrize("case", cases(), ids=lambda c: c[0])
 def test_genuine_certificate_rechecks_and_tampering_fails(case):
-    name, A, eps, k, klass, verdict = case
+    _name, A, eps, k, klass, verdict = case
     v = decide(A, eps, k, klass)
     assert v.verdict == verdict and v.recheck()
     cert = v.certificate
@@ -75,7 +78,8 @@ def test_genuine_certificate_rechecks_and_tampering_fails(case):
     assert not recheck(A, eps, k, "doubly", verdict, cert)
     if verdict == "impossible" and cert["kind"] != "row-simplex-distance":
         assert not recheck(A, eps, k + 1, klass, verdict, cert)
-    if cert["kind"] in ("zero-not-stochastic", "rank1-stochastic-dual", "row-simplex-distance"):
+    if cert["kind"] in ("zero-not-stochastic", "rank1-stochastic-dual", "row-simplex-distance", "radon-separation") \
+            or cert.get("class") == "stochastic":
         assert not recheck(A, eps, k, "unrestricted", verdict, cert)  # stochastic-only arguments
 
 
@@ -125,7 +129,7 @@ def test_cokernel_certificate_needs_every_orthant():
 
 def test_threshold_certificates_tamper():
     A = Q([[2, 1, 0], [1, 3, 1], [0, 1, 4]])
-    vals, certs = thresholds(A)
+    _vals, certs = thresholds(A)
     for k, c in certs.items():
         assert check_threshold(A, c)
         low = dict(c, value=_bump(c["value"], F(-1, 10 ** 9)))

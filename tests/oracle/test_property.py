@@ -15,7 +15,6 @@ import random
 from fractions import Fraction as F
 
 import pytest
-
 from softrank.exact.rational import inf_norm, rank
 from softrank.oracle import decide, profile, recheck
 

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from fractions import Fraction as F
 
 import pytest
-
-from softrank.validated.errors import InputError
-from softrank.oracle import check_threshold, decide, profile, thresholds
-from softrank.oracle import corank
+from softrank.oracle import check_threshold, corank, decide, profile, thresholds
 from softrank.oracle import reductions as red
+from softrank.validated.errors import InputError
 
-Q = lambda rows: [[F(x) for x in r] for r in rows]  # noqa: E731
+Q = lambda rows: [[F(x) for x in r] for r in rows]
 
 
 def stochastic(rng, m, n, top=9):
@@ -119,7 +118,7 @@ def test_thresholds_monotone_and_sharp():
         for k, c in certs.items():
             assert check_threshold(A, c)
         ks = sorted(vals)
-        assert all(vals[a] >= vals[b] for a, b in zip(ks, ks[1:]))
+        assert all(vals[a] >= vals[b] for a, b in itertools.pairwise(ks))
         for k, t in vals.items():
             if t > 0:
                 assert decide(A, t, k).verdict == "feasible"
@@ -156,23 +155,33 @@ def test_simplex_distance_and_nearest_point():
 
 
 def test_stochastic_k2_uses_unrestricted_impossibility():
-    # identity 3x3 at eps 1/2: unrestricted r = 3 (k = 2 refuted by kernel duals), so stochastic too
-    A = Q([[1, 0, 0], [0, 1, 0], [0, 0, 1]])
+    # identity 3x3 plus a repeated row at eps 1/2: unrestricted r = 3 (k = 2 = N - 1 refuted by
+    # kernel duals), so stochastic too; k = 2 is not m - 1 here
+    A = Q([[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 0, 0]])
     v = decide(A, F(1, 2), 2, "stochastic")
     assert v.verdict == "impossible" and v.reduction == "k=N-1" and "unrestricted" in v.note and v.rechecked
+
+
+def test_stochastic_k_m_minus_1_by_splits():
+    # identity 3x3 at eps 1/2: every split of the rows is separated
+    v = decide(Q([[1, 0, 0], [0, 1, 0], [0, 0, 1]]), F(1, 2), 2, "stochastic")
+    assert v.verdict == "impossible" and v.reduction == "k=m-1 stochastic" and v.rechecked
+    assert v.certificate["kind"] == "radon-separation" and len(v.certificate["splits"]) == 3
 
 
 def test_user_witness_and_outside_scope():
     rng = random.Random(11)
     A = stochastic(rng, 5, 5)
-    v = decide(A, F(1, 20), 2, search=False)
+    v = decide(A, F(1, 20), 2, search=False, subcells=False)
     assert v.verdict == "outside-scope" and v.certificate is None and v.recheck()
+    v = decide(A, F(1, 20), 2, search=False)  # a 3-row or 3-column sub-cell settles it
+    assert v.verdict == "impossible" and v.reduction == "submatrix" and v.rechecked
     # B = A with one row replaced: rank of A itself is too large, but a given witness is checked
     B = [row[:] for row in A]
     v = decide(A, F(1, 20), 5, witness=B)
     assert v.verdict == "feasible"
     far = [[F(0)] * 5 for _ in range(5)]
-    v = decide(A, F(1, 20), 2, witness=far, search=False)
+    v = decide(A, F(1, 20), 2, witness=far, search=False, subcells=False)
     assert v.verdict == "outside-scope"
 
 

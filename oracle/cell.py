@@ -1,0 +1,63 @@
+"""Per-cell state shared by the decisions of one cell (and the exception for a failing re-check)."""
+
+from __future__ import annotations
+
+from softrank.exact.rational import rank
+from softrank.oracle import corank
+from softrank.oracle import reductions as red
+from softrank.oracle.threshold_checks import check_threshold
+
+
+class CertificateRejected(AssertionError):
+    """A reduction produced a certificate that the independent re-check rejects (a bug)."""
+
+
+def _own_k(name, m, N):
+    return {"kernel": N - 1, "cokernel": m - 1, "rank1-stochastic": 1, "norm": 0,
+            "simplex-rows": min(m, N)}[name]
+
+
+class CellCache:
+    """Per-cell cache of ranks and thresholds shared by decide() calls inside profile()."""
+
+    def __init__(self, A, method="auto", prune=True, stats=None):
+        self.A = A
+        self.method = method
+        self.prune = prune
+        self.rank = rank(A)
+        self.m, self.N = len(A), len(A[0])
+        self.thresholds: dict = {}  # name -> threshold certificate
+        self.stats = stats if stats is not None else {"lps": 0}
+
+    def threshold(self, name):
+        if name not in self.thresholds:
+            A, meth, st = self.A, self.method, self.stats
+            if name == "kernel":
+                t = corank.kernel_threshold(A, meth, st)
+            elif name == "cokernel":
+                t = corank.cokernel_threshold(A, meth, st)
+            elif name == "rank1-stochastic":
+                t = red.rank1_stochastic_threshold(A, meth, st)
+            elif name == "norm":
+                t = red.norm_threshold(A)
+            elif name == "simplex-rows":
+                t = red.simplex_rows_threshold(A)
+            else:  # pragma: no cover
+                raise KeyError(name)
+            if not check_threshold(A, t, _own_k(name, self.m, self.N)):
+                raise CertificateRejected(f"threshold certificate {name} does not re-check")
+            self.thresholds[name] = t
+        return self.thresholds[name]
+
+    def corank_route(self, k):
+        """'kernel' (N LPs) or 'cokernel' (2^(m-1) LPs) for k = N-1 / m-1, the cheaper one."""
+        routes = []
+        if k == self.N - 1:
+            routes.append((self.N, "kernel"))
+        if k == self.m - 1:
+            routes.append((2 ** (self.m - 1), "cokernel"))
+        return min(routes)[1] if routes else None
+
+    def sub(self, A):
+        """A cache for a sub-cell, counting its LPs with this cell's."""
+        return CellCache(A, self.method, self.prune, self.stats)

@@ -1,0 +1,60 @@
+"""Lower bounds from sub-cells (proofs/oracle_submatrix.md): a sub-cell made of some rows of A
+and sums of disjoint groups of its columns has r_eps no larger than A's, so an impossibility the
+oracle proves on a sub-cell at rank k is one for A at rank k.
+
+Tried where no direct reduction decides (A, eps, k): the (k + 1)-row sub-cells (all columns:
+decided at k = m' - 1 in both classes) and the (k + 1)-column ones, by deleting columns or by
+merging them into k + 1 groups (all rows: decided at k = N' - 1, unrestricted class).  Smaller
+sub-cells are never needed: a sub-cell of a decided sub-cell has r_eps at most the decided one's.
+Nothing here is trusted: ``softrank.oracle.decide`` re-checks the certificate, and the re-check
+extracts the sub-cell from A itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from softrank.oracle import routes
+from softrank.oracle.subcell_checks import subcell
+
+MAX_SUBCELLS = 60
+
+
+def set_partitions(items, blocks):
+    """Every partition of ``items`` into ``blocks`` non-empty groups (each once, as lists)."""
+    if blocks == 0:
+        if not items:
+            yield []
+        return
+    if len(items) < blocks:
+        return
+    first, rest = items[0], items[1:]
+    for part in set_partitions(rest, blocks - 1):  # first alone
+        yield [[first], *part]
+    for part in set_partitions(rest, blocks):  # first joins a group
+        for g in range(len(part)):
+            yield [grp if t != g else [first, *grp] for t, grp in enumerate(part)]
+
+
+def candidates(m, N, k, klass):
+    """(rows, column groups, class of the sub-cell), largest decided sub-cells first."""
+    all_rows, all_cols = list(range(m)), list(range(N))
+    if k + 1 < m:
+        for rows in itertools.combinations(all_rows, k + 1):
+            yield list(rows), [[j] for j in all_cols], klass
+    if k + 1 < N:
+        for cols in itertools.combinations(all_cols, k + 1):
+            yield all_rows, [[j] for j in cols], "unrestricted"
+        for groups in set_partitions(all_cols, k + 1):
+            yield all_rows, groups, "unrestricted"
+
+
+def lower_bound(A, eps, k, klass, cell):
+    """A ``submatrix`` certificate of impossibility at rank k, or None."""
+    for rows, groups, inner in itertools.islice(candidates(cell.m, cell.N, k, klass), MAX_SUBCELLS):
+        sub = subcell(A, rows, groups)
+        out = routes.direct(sub, eps, k, inner, cell.sub(sub))
+        if out is not None and out[0] == "impossible":
+            return {"kind": "submatrix", "rows": rows, "columns": groups, "class": inner,
+                    "reduction": out[2], "certificate": out[1]}
+    return None

@@ -7,6 +7,38 @@ Components (all under this namespace):
 - ``softrank.validated`` Arb-ball and binary64-error-bound checkers (trusted core)
 - ``softrank.exact``     rational arithmetic and exact LP (trusted core)
 - ``softrank.oracle``    exact decisions for small cells and exactly closed families
+
+The Python API (docs/python.md) is exported lazily, so that ``import softrank`` stays light (no
+numpy, no torch) and ``softrank replay`` never imports torch:
+``Record``, ``bracket``, ``validate``, ``Store``, ``capture`` (``softrank.api``) and the exact
+oracle's ``decide`` and ``profile`` (``softrank.oracle``).
 """
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "Record": "softrank.api",
+    "bracket": "softrank.api",
+    "validate": "softrank.api",
+    "Validation": "softrank.api",
+    "Store": "softrank.api",
+    "capture": "softrank.api",
+    "decide": "softrank.oracle",
+    "profile": "softrank.oracle",
+}
+__all__ = ["Record", "Store", "Validation", "__version__", "bracket", "capture", "decide", "profile", "validate"]
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'softrank' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

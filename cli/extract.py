@@ -15,9 +15,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from softrank.cli.common import parse_int_list, progress  # noqa: E402
-from softrank.fastpath.extract import DEFAULT_THREADS  # noqa: E402
-from softrank.validated.errors import InputError  # noqa: E402
+from softrank.cli.common import parse_int_list, progress
+from softrank.fastpath.extract import DEFAULT_THREADS
+from softrank.validated.errors import InputError
 
 
 def configure(parser) -> None:

@@ -7,6 +7,9 @@ the name ``CAPTURE_IMPLEMENTATION`` in ``AttentionInterface`` **and** registers 
 ``AttentionMaskInterface`` (with the library's ``eager_mask``): without the second registration
 the mask is silently ``None`` and a causal model attends to the future.
 
+:func:`capturing` selects that implementation on a model for the duration of a ``with`` block and
+restores the model's own setting on exit (as TransformerLens' ``run_with_cache`` or nnsight's
+``trace`` clean up); a model whose attention cannot be captured gets a :class:`CaptureWarning`.
 Inside a :class:`CaptureSession` each call records, for the module's layer: the queries and keys
 (after any rotary embedding; keys with the key-value head count, expanded on demand exactly as
 ``repeat_kv`` does), the scaling, any additive bias (T5's ``position_bias``) and the mask, kept
@@ -20,16 +23,17 @@ from __future__ import annotations
 
 import re
 import sys
-from contextlib import contextmanager
+import warnings
+from collections.abc import Callable
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import torch
 
 CAPTURE_IMPLEMENTATION = "softrank_capture"
 
-_ACTIVE: list["CaptureSession"] = []
+_ACTIVE: list[CaptureSession] = []
 _REGISTERED = False
 _LAYER_RE = re.compile(r"(?:^|\.)(?:layers?|h|block)\.(\d+)(?:\.|$)")
 
@@ -138,7 +142,7 @@ class CaptureSession:
         self.captures: list[Capture] = []
         self._bias_cache: dict[int, torch.Tensor] = {}
 
-    def __enter__(self) -> "CaptureSession":
+    def __enter__(self):
         _ACTIVE.append(self)
         return self
 
@@ -225,15 +229,108 @@ class CaptureComplete(Exception):
     """Raised inside the forward pass once every wanted layer is captured (``stop_early``)."""
 
 
-@contextmanager
-def capturing(model, family: str, layers: set[int] | None = None, stop_early: bool = False):
-    """``with capturing(model, family) as session: model(...)``; captures in ``session.captures``.
+class CaptureWarning(UserWarning):
+    """A capture that records nothing: the model's attention path cannot be captured."""
 
-    ``stop_early`` (for models with one attention call per layer: encoders, decoders, vision)
-    aborts the forward pass after the last wanted layer; the pass's output is then not computed."""
+
+def capture_family(model) -> tuple[str | None, str]:
+    """(family, problem) of a model: its capture family from ``config.model_type``, or None with
+    the reason why its attention cannot be captured."""
+    from softrank.fastpath.models import FAMILIES
+
+    config = getattr(model, "config", None)
+    model_type = getattr(config, "model_type", None)
+    if config is None or not hasattr(model, "set_attn_implementation"):
+        return None, f"{type(model).__name__} is not a transformers model (no config, no attention dispatch)"
+    if model_type not in FAMILIES:
+        return None, (f"no attention capture support for model type {model_type!r} "
+                      f"(supported: {', '.join(sorted(FAMILIES))})")
+    return FAMILIES[model_type][0], ""
+
+
+def _configs(model) -> list:
+    """Every config whose attention setting a switch may change: the model's and its sub-models',
+    and their sub-configs at any depth (each once)."""
+    stack = [getattr(m, "config", None) for m in model.modules()]
+    seen, out = set(), []
+    while stack:
+        config = stack.pop()
+        if config is None or id(config) in seen or not hasattr(config, "_attn_implementation_internal"):
+            continue
+        seen.add(id(config))
+        out.append(config)
+        stack.extend(getattr(config, key, None) for key in getattr(config, "sub_configs", {}) or {})
+    return out
+
+
+def switch_to_capture(model) -> tuple[list, str]:
+    """Select the capture attention on ``model``: (saved settings for :func:`restore_attention`,
+    problem or ''); on a problem the model is left as it was."""
+    saved = [(c, c._attn_implementation_internal) for c in _configs(model)]
+    if model.config._attn_implementation == CAPTURE_IMPLEMENTATION:
+        return saved, ""
+    if not type(model)._can_set_attn_implementation():
+        return saved, f"{type(model).__name__}'s attention does not go through transformers' AttentionInterface"
+    try:
+        model.set_attn_implementation(CAPTURE_IMPLEMENTATION)
+    except (ValueError, TypeError, AttributeError, NotImplementedError) as err:
+        restore_attention(saved)
+        first = (str(err).splitlines() or [type(err).__name__])[0]
+        return saved, f"cannot select the capture attention on {type(model).__name__}: {first}"
+    return saved, ""
+
+
+def restore_attention(saved: list) -> None:
+    """Put back every attention setting saved by :func:`switch_to_capture`."""
+    for config, value in saved:
+        config._attn_implementation_internal = value
+
+
+def _count_calls(model) -> tuple[list[int], list]:
+    """A call counter on the model and each of its sub-models (a pass may start at ``base_model``)."""
+    calls = [0]
+
+    def hook(*_):
+        calls[0] += 1
+
+    handles = [m.register_forward_pre_hook(hook) for m in model.modules() if getattr(m, "config", None) is not None]
+    return calls, handles
+
+
+@contextmanager
+def capturing(model, family: str | None = None, layers: set[int] | None = None, stop_early: bool = False):
+    """``with capturing(model) as session: model(...)``; captures in ``session.captures``.
+
+    Selects the capture attention on ``model`` for the duration of the block and restores the
+    model's own attention setting on exit, also on an exception.  ``family`` (default: from the
+    model's config) selects which modules are captured.  When the model's attention cannot be
+    captured (unsupported model type, attention outside transformers' AttentionInterface), or the
+    model ran but no attention call reached the capture, a :class:`CaptureWarning` says so and
+    nothing is recorded.  ``stop_early`` (for models with one attention call per layer: encoders,
+    decoders, vision) aborts the forward pass after the last wanted layer; the pass's output is
+    then not computed."""
     register_capture()
-    with torch.no_grad(), CaptureSession(model, family, layers, stop_early) as session:
-        try:
-            yield session
-        except CaptureComplete:
-            pass
+    problem = ""
+    if family is None:
+        family, problem = capture_family(model)
+    saved: list = []
+    if not problem:
+        saved, problem = switch_to_capture(model)
+    if problem:
+        warnings.warn(f"softrank capture: {problem}; nothing is recorded", CaptureWarning, stacklevel=3)
+    session = CaptureSession(model, family or "", layers, stop_early)
+    calls, handles = _count_calls(model)
+    try:
+        with torch.no_grad(), (nullcontext() if problem else session):
+            try:
+                yield session
+            except CaptureComplete:
+                pass
+    finally:
+        for handle in handles:
+            handle.remove()
+        restore_attention(saved)
+    if not problem and calls[0] and not session.captures:
+        warnings.warn("softrank capture: the model ran but no attention call reached the capture "
+                      f"(family {family!r}, layers {sorted(layers) if layers else 'all'}); nothing is recorded",
+                      CaptureWarning, stacklevel=3)

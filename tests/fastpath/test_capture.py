@@ -14,10 +14,14 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from softrank.fastpath.capture import (  # noqa: E402
-    CAPTURE_IMPLEMENTATION, capturing, register_capture, repeat_kv)
-from softrank.fastpath.float64 import rowsoftmax64  # noqa: E402
-from softrank.fastpath.operators import block_operator, full_operator, operators_for  # noqa: E402
+from softrank.fastpath.capture import (
+    CAPTURE_IMPLEMENTATION,
+    capturing,
+    register_capture,
+    repeat_kv,
+)
+from softrank.fastpath.float64 import rowsoftmax64
+from softrank.fastpath.operators import block_operator, full_operator, operators_for
 
 TOL = 1e-5
 
@@ -194,7 +198,7 @@ def test_t5_capture_matches_model():
     model = transformers.T5ForConditionalGeneration(cfg).eval()
     ids = torch.randint(1, 97, (1, 22), generator=torch.Generator().manual_seed(11))
     dec = model._shift_right(ids)
-    inputs = dict(input_ids=ids, decoder_input_ids=dec, use_cache=False)
+    inputs = {"input_ids": ids, "decoder_input_ids": dec, "use_cache": False}
     out = _reference(model, **inputs)
     caps, _ = _capture(model, "t5", **inputs)
     by_kind = {k: [c for c in caps if c.attention == k] for k in ("encoder-self", "decoder-self", "cross")}
@@ -229,8 +233,8 @@ def test_blip2_qformer_cross_capture_matches_model():
                                           intermediate_size=37, encoder_hidden_size=24, cross_attention_frequency=1)
     model = transformers.Blip2QFormerModel(cfg).eval()
     gen = torch.Generator().manual_seed(12)
-    inputs = dict(query_embeds=torch.randn(1, 8, 32, generator=gen),
-                  encoder_hidden_states=torch.randn(1, 10, 24, generator=gen))
+    inputs = {"query_embeds": torch.randn(1, 8, 32, generator=gen),
+              "encoder_hidden_states": torch.randn(1, 10, 24, generator=gen)}
     out = _reference(model, **inputs)
     caps, _ = _capture(model, "blip2", **inputs)
     assert [c.module for c in caps] == ["encoder.layer.0.crossattention.attention",

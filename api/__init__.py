@@ -1,0 +1,21 @@
+"""SoftRank from Python (producer side; docs/python.md).
+
+``Record`` (in-memory records: ``from_logits``, ``from_qk``, ``with_upper``), ``bracket``
+(untrusted float64 brackets), ``validate`` (the trusted replay of one record), ``Store`` (records
+on disk) and ``capture`` (attention of a transformers model, in a ``with`` block).  Only
+``capture`` needs torch.
+"""
+
+from softrank.api.capturing import Captured, capture
+from softrank.api.checks import (
+           ValidatedTolerance,
+           Validation,
+           bracket,
+           check_record,
+           validate,
+)
+from softrank.api.records import Record, parse_eps
+from softrank.api.store import Store
+
+__all__ = ["Captured", "Record", "Store", "ValidatedTolerance", "Validation", "bracket", "capture", "check_record",
+           "parse_eps", "validate"]

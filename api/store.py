@@ -1,0 +1,90 @@
+"""A store on disk from Python: write records, read them back, iterate (docs/record-format.md).
+
+Writing goes through the producer's ``RecordWriter`` (atomic: one rename per record); reading
+through the checker's ``read_record``, which re-checks every field and hash.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+
+from softrank.api.records import Record
+from softrank.replay import record as core
+
+
+def _eps_field(tol: core.Tolerance):
+    """The eps as written: a JSON number when it is a binary64 value, else the exact ``"p/q"``."""
+    as_float = float(tol.eps)
+    if Fraction(as_float) == tol.eps:
+        return as_float
+    return f"{tol.eps.numerator}/{tol.eps.denominator}"
+
+
+class Store:
+    """``Store(path)``: a folder of records.  ``store.write(record)`` adds or replaces a record;
+    ``for record in store`` reads each one (checked); ``store[record_id]``, ``len(store)``,
+    ``record_id in store``, ``store.ids()``."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    def ids(self) -> list[str]:
+        """Record ids, sorted (an absent folder is an empty store)."""
+        from softrank.replay.reader import list_records
+
+        if not (self.path / "records").is_dir():
+            return []
+        return [p.name for p in list_records(self.path)]
+
+    def __len__(self) -> int:
+        return len(self.ids())
+
+    def __contains__(self, record_id: str) -> bool:
+        return (self.path / "records" / record_id / "record.json").is_file()
+
+    def __getitem__(self, record_id: str) -> Record:
+        from softrank.replay.reader import read_record
+
+        if record_id not in self:
+            raise KeyError(record_id)
+        return Record.from_record(read_record(self.path / "records" / record_id))
+
+    def __iter__(self) -> Iterator[Record]:
+        for record_id in self.ids():
+            yield self[record_id]
+
+    def write(self, record: core.Record, index: bool = True) -> str:
+        """Write ``record`` (operator, A_hat, every tolerance) and, with ``index``, rewrite
+        ``index.csv``; returns the record id."""
+        from softrank.fastpath.writer import RecordWriter, write_index
+
+        with RecordWriter(self.path, record.record_id, dict(record.provenance)) as writer:
+            if record.form == "logits":
+                writer.set_logits(record.logits)
+            else:
+                writer.set_qk(record.queries, record.keys, record.scale, record.bias)
+            writer.set_a_hat(record.a_hat)
+            for tol in record.tolerances:
+                up = tol.upper
+                writer.add_tolerance(
+                    _eps_field(tol), upper=None if up is None else (up.X, up.Y, up.construction),
+                    lower=[{"kind": c.kind, "lower": c.lower, **c.data} for c in tol.lower],
+                    float64={"lower": tol.float64_lower, "upper": tol.float64_upper,
+                             "verdicts": {str(k): v for k, v in tol.float64_verdicts.items()}})
+        if index:
+            write_index(self.path)
+        return record.record_id
+
+    def write_all(self, records) -> list[str]:
+        """Write several records, then ``index.csv`` once."""
+        from softrank.fastpath.writer import write_index
+
+        ids = [self.write(r, index=False) for r in records]
+        write_index(self.path)
+        return ids

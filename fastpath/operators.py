@@ -22,7 +22,6 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-
 from softrank.fastpath.capture import Capture
 from softrank.fastpath.float64 import rowsoftmax64
 from softrank.fastpath.writer import RecordWriter
@@ -142,7 +141,6 @@ def provenance(op: Operator, *, model: str, family: str, checkpoint_sha256: str,
     """Provenance keys of docs/record-format.md, plus the producer's diagnostics."""
     import torch
     import transformers
-
     from softrank import __version__
 
     prov = {

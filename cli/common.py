@@ -90,18 +90,35 @@ def parse_count(text: str, field: str, minimum: int = 1) -> int:
 
 
 @contextmanager
-def progress(on: bool, total: int, label: str) -> Iterator[Callable[[int], None]]:
-    """``with progress(on, total, label) as update: update(done)``; a rich bar on stderr, or nothing."""
+def progress(on: bool, total: int, label: str, start: int = 0) -> Iterator[Callable[[int], None]]:
+    """``with progress(on, total, label) as update: update(done)``; a rich bar on stderr (items done,
+    rate per minute, elapsed and remaining time), or nothing.  ``start`` items count as done already
+    (a resumed run) and do not enter the rate."""
     if not on or total <= 0:
         yield lambda done: None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
 
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), _rate_column(),
+                  TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
                   console=Console(stderr=True), transient=False) as bar:
-        task = bar.add_task(label, total=total)
+        task = bar.add_task(label, total=total, completed=start)
         yield lambda done: bar.update(task, completed=done)
+
+
+def _rate_column():
+    """A rich column: items per minute since the bar started (blank until measured)."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        def render(self, task) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text("" if speed is None else f"{60 * speed:,.1f}/min", style="progress.data.speed")
+
+    return RateColumn()
 
 
 def output_dir(path, field: str = "out", empty: bool = False):
@@ -159,3 +176,159 @@ def load_json_text(text: str, path, field: str = "", **kwargs):
         raise InputError(str(path), field, "JSON nested too deeply") from None
     except ValueError as err:
         raise InputError(str(path), field, f"unreadable number in JSON: {str(err)[:80]}") from None
+
+
+class Journal:
+    """Per-item results of a long run, so that a run killed at any point (even by SIGKILL) resumes
+    without redoing a finished item: one JSON file per item in FOLDER, written to a temporary name,
+    flushed to disk (fsync) and moved into place with one rename, so an entry is whole or absent.
+
+    ``params`` (JSON) describe the run; resuming a journal made with other parameters is an
+    ``InputError``.  Without ``resume`` an old journal is discarded."""
+
+    def __init__(self, folder, params: dict, resume: bool = False):
+        import json
+        import shutil
+        from pathlib import Path
+
+        self.folder = Path(folder)
+        self.params = json.loads(json.dumps(params))
+        if self.folder.exists() and not resume:
+            shutil.rmtree(self.folder)
+        if resume and (self.folder / "params.json").is_file():
+            old = load_json_text(read_text_file(self.folder / "params.json"), self.folder / "params.json")
+            if old != self.params:
+                raise InputError(str(self.folder), "params.json", "the journal was written with other parameters "
+                                 f"({_param_difference(old, self.params)}); rerun without --resume")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for stale in self.folder.glob(".tmp-*"):  # a write cut short by a kill
+            stale.unlink(missing_ok=True)
+        self._write("params.json", json.dumps(self.params))
+
+    def _name(self, key: str) -> str:
+        import hashlib
+
+        safe = re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,150}", key) and key != "params"
+        return f"{key}.json" if safe else f"sha256-{hashlib.sha256(key.encode()).hexdigest()}.json"
+
+    def _write(self, name: str, text: str) -> None:
+        import os
+        import tempfile
+
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.folder / name)
+        dfd = os.open(self.folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+    def add(self, key: str, payload) -> dict:
+        """Record one finished item; returns the payload as read back from its JSON text."""
+        import json
+
+        text = json.dumps({"key": key, "payload": payload})
+        self._write(self._name(key), text)
+        return json.loads(text)["payload"]
+
+    def entries(self) -> dict:
+        """``key -> payload`` of every whole entry (an unreadable one is dropped: its item is redone)."""
+        import json
+
+        out = {}
+        for path in sorted(self.folder.glob("*.json")):
+            if path.name == "params.json":
+                continue
+            try:
+                entry = json.loads(path.read_text(encoding="utf-8"))
+                if path.name == self._name(entry["key"]):
+                    out[entry["key"]] = entry["payload"]
+            except (OSError, ValueError, KeyError, TypeError):
+                path.unlink(missing_ok=True)
+        return out
+
+    def remove(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _param_difference(old, new) -> str:
+    if not isinstance(old, dict):
+        return "unreadable parameters"
+    keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    return "; ".join(f"{k}: {old.get(k)!r} then, {new.get(k)!r} now" for k in keys[:3])
+
+
+def parallel_map(func, tasks: list, *, jobs: int = 1, scheduler: str | None = None) -> Iterator[tuple]:
+    """``(index, func(task))`` for every task, in the order they finish.  In this process when
+    ``jobs == 1`` and no scheduler is named (or there is at most one task); otherwise on
+    dask.distributed: ``scheduler`` None or ``"local"`` starts a local cluster of ``jobs`` worker
+    processes (one thread each), any other value is the address of a running scheduler (whose
+    workers must see the same files at the same paths).  ``func`` and the tasks must pickle."""
+    tasks = list(tasks)
+    if scheduler is None and (jobs <= 1 or len(tasks) <= 1):
+        for i, task in enumerate(tasks):
+            yield i, func(task)
+        return
+    with dask_client(jobs, scheduler) as client:
+        yield from _dask_map(client, func, tasks)
+
+
+@contextmanager
+def dask_client(jobs: int, scheduler: str | None):
+    """A dask.distributed client: on a new local cluster (``None``/``"local"``) or at ADDRESS."""
+    import logging
+
+    from dask.distributed import Client, LocalCluster
+
+    cluster = None
+    if scheduler in (None, "local"):
+        cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=logging.CRITICAL)
+        client = Client(cluster)
+    else:
+        try:
+            client = Client(scheduler, timeout="15s")
+        except (OSError, TimeoutError, ValueError) as err:
+            raise InputError("arguments", "scheduler", f"cannot reach {scheduler!r}: {err}") from None
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _dask_map(client, func, tasks: list) -> Iterator[tuple]:
+    """Submit at most twice as many tasks as the cluster has threads at a time (a bounded window,
+    so a store of any size never floods the scheduler); yield each result as it arrives."""
+    import uuid
+
+    from dask.distributed import as_completed
+
+    window = max(4, 2 * sum(client.nthreads().values()))
+    pending = iter(enumerate(tasks))
+    tag, index = uuid.uuid4().hex, {}
+
+    def submit():
+        nxt = next(pending, None)
+        if nxt is None:
+            return None
+        fut = client.submit(func, nxt[1], pure=False, key=f"{getattr(func, '__name__', 'task')}-{nxt[0]}-{tag}")
+        index[fut.key] = nxt[0]
+        return fut
+
+    queue = as_completed([f for f in (submit() for _ in range(window)) if f is not None])
+    for fut in queue:
+        result = fut.result()
+        i = index.pop(fut.key)
+        fut.release()
+        nxt = submit()
+        if nxt is not None:
+            queue.add(nxt)
+        yield i, result

@@ -14,37 +14,58 @@ Output (each file written atomically into OUT):
 Exit codes: 0; 1 when an outcome named in ``--fail-on`` occurred; 2 on a malformed record (the
 others are still replayed and written); 3 on a contradiction.
 
-Records are independent, so they are replayed in a process pool (``--jobs``); the verdicts come
-from ``softrank.replay.engine``, this module only reads, times and tabulates.
+Records are independent.  With ``--jobs 1`` and no ``--scheduler`` they are replayed in this
+process; otherwise on dask.distributed (``softrank.cli.common.parallel_map``): ``--jobs N`` starts a
+local cluster of N worker processes, ``--scheduler ADDRESS`` uses a running one (its workers must
+see STORE at the same path), ``--scheduler local`` forces a local cluster.  The tables are the same
+in every case (store order).
+
+Nothing is lost when a run is killed, even by SIGKILL: each record's rows go to a journal in
+``OUT/.partial/`` (one file per record, fsync'd, one rename) as soon as they are known; the tables
+and ``OUT/manifest.json`` (``"complete": true``) are written only at the end, after which the
+journal is removed.  A run starts by removing an old manifest and old tables, so partial output
+never looks complete.  ``--resume`` reads the journal and replays only the records it lacks (or
+whose ``record.json`` changed since); the parameters must match the journal's.
+
+The verdicts come from ``softrank.replay.engine``; this module only reads, times and tabulates.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable
 
 from softrank import __version__
-from softrank.cli.common import check_count, output_dir, parse_int_list, progress as progress_bar
+from softrank.cli.common import Journal, check_count, output_dir, parallel_map, parse_int_list, progress as progress_bar
 from softrank.cli.replay_tables import DEFAULT_BUDGETS, REPLAY_COLUMNS, VERDICT_COLUMNS, result_rows
 from softrank.cli.tables import write_table
+from softrank.fastpath.files import write_json
 from softrank.replay.engine import RecordResult, replay_record
 from softrank.replay.reader import list_records, read_record
 from softrank.validated.errors import InputError
 from softrank.validated.outcome import Outcome
 
 FAIL_ON = ("refuted", "unresolved", "malformed", "contradiction")
+JOURNAL = ".partial"
+OUTPUTS = ("manifest.json", "replay.parquet", "replay.csv", "verdicts.parquet", "verdicts.csv")
 
 
 def configure(parser) -> None:
     parser.add_argument("store", help="store folder (records/ + index.csv)")
     parser.add_argument("--out", default=None, help="output folder for replay.{parquet,csv} (default: STORE/replay)")
     parser.add_argument("--strict", action="store_true", help="Arb balls throughout (no binary64 error-bound route)")
-    parser.add_argument("--jobs", type=int, default=1, help="records replayed in parallel (processes, >= 1)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="records replayed in parallel (>= 1; above 1: a local dask cluster of N processes)")
+    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="replay on the dask.distributed scheduler at ADDRESS (workers must see STORE at the "
+                             "same path), or 'local' for a local cluster of --jobs processes")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue a killed run into the same OUT: records in OUT/.partial are not redone")
     parser.add_argument("--quiet", action="store_true", help="only the summary line")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)),
@@ -59,11 +80,15 @@ def run(args) -> int:
     budgets = tuple(parse_int_list(args.budgets, "budgets", minimum=0))
     fail_on = _fail_on(args.fail_on)
     out = args.out or str(Path(args.store) / "replay")
+    job = ReplayJob(args.store, out, strict=args.strict, budgets=budgets, resume=getattr(args, "resume", False))
     shown = not args.quiet and sys.stderr.isatty()
-    total = len(list_records(args.store)) if shown else 0
-    with progress_bar(shown, total, "replay") as update:
-        summary = replay_store(args.store, out, strict=args.strict, jobs=jobs, budgets=budgets,
-                               progress=lambda done, _: update(done))
+    try:
+        with progress_bar(shown, job.total, "replay", start=job.resumed) as update:
+            summary = job.execute(jobs=jobs, scheduler=getattr(args, "scheduler", None), progress=lambda done, _: update(done))
+    except KeyboardInterrupt:
+        print(f"softrank replay: finished records are kept in {job.journal.folder}; rerun with --resume",
+              file=sys.stderr)
+        raise
     for line in summary.errors:
         print(f"softrank replay: error: {line}", file=sys.stderr)
     print(json.dumps(summary.as_json(fail_on)) if args.json else summary.line())
@@ -95,10 +120,12 @@ class ReplaySummary:
     lower_agree: int = 0
     errors: list[str] = field(default_factory=list)
     out: str = ""
+    resumed: int = 0  # records taken from the journal of a killed run (--resume)
 
     def line(self) -> str:
         contra = f", {self.contradictions} contradictions" if self.contradictions else ""
-        return (f"replayed {self.records} records ({self.malformed} malformed{contra}), {self.tolerances} tolerances: "
+        resumed = f" ({self.resumed} from the journal)" if self.resumed else ""
+        return (f"replayed {self.records} records{resumed} ({self.malformed} malformed{contra}), {self.tolerances} tolerances: "
                 f"upper witnesses proved {self.upper_proved}, refuted {self.upper_refuted}, unresolved "
                 f"{self.upper_unresolved}; lower certificates proved {self.lower_proved}, not accepted "
                 f"{self.lower_rejected}; validated = float64 at {self.upper_agree}/{self.tolerances} upper "
@@ -123,73 +150,148 @@ class ReplaySummary:
         return 1 if self.occurred() & set(fail_on) else 0
 
     def add(self, result: RecordResult) -> None:
-        for tol, t in zip(result.record.tolerances, result.tolerances):
-            self.tolerances += 1
-            if t.upper is not None:
-                self.upper_proved += t.upper.outcome is Outcome.PROVED
-                self.upper_refuted += t.upper.outcome is Outcome.REFUTED
-                self.upper_unresolved += t.upper.outcome is Outcome.UNRESOLVED
-            proved = sum(lr.check.proved for lr in t.lowers)
-            self.lower_proved += proved
-            self.lower_rejected += len(t.lowers) - proved
-            self.lower_refuted += sum(lr.check.outcome is Outcome.REFUTED for lr in t.lowers)
-            self.lower_unresolved += sum(lr.check.outcome is Outcome.UNRESOLVED for lr in t.lowers)
-            self.upper_agree += t.validated_upper == tol.float64_upper
-            self.lower_agree += t.validated_lower == tol.float64_lower
-            if t.contradiction:
-                self.contradictions += 1
-                self.errors.append(f"{result.record.path} [{result.record.record_id}]: {t.contradiction}")
+        """Count one record's typed result."""
+        self.merge(record_counts(result))
+
+    def merge(self, payload: dict) -> None:
+        """Count one record's journal payload (``record_counts`` and its error lines)."""
+        for name, n in payload["counts"].items():
+            setattr(self, name, getattr(self, name) + n)
+        self.malformed += bool(payload.get("malformed"))
+        self.errors.extend(payload.get("errors", []))
 
 
-def _replay_folder(args: tuple[str, bool, tuple[int, ...]]):
-    """(rows, verdict rows, record result or None, error line or None) for one record folder."""
+COUNTED = tuple(f.name for f in fields(ReplaySummary) if f.type == "int" and f.name not in ("records", "malformed",
+                                                                                                "resumed"))
+
+
+def record_counts(result: RecordResult) -> dict:
+    """The summary's counts for one record, and its contradiction lines (plain data, for the journal)."""
+    c = dict.fromkeys(COUNTED, 0)
+    errors = []
+    for tol, t in zip(result.record.tolerances, result.tolerances):
+        c["tolerances"] += 1
+        if t.upper is not None:
+            c["upper_proved"] += t.upper.outcome is Outcome.PROVED
+            c["upper_refuted"] += t.upper.outcome is Outcome.REFUTED
+            c["upper_unresolved"] += t.upper.outcome is Outcome.UNRESOLVED
+        proved = sum(lr.check.proved for lr in t.lowers)
+        c["lower_proved"] += proved
+        c["lower_rejected"] += len(t.lowers) - proved
+        c["lower_refuted"] += sum(lr.check.outcome is Outcome.REFUTED for lr in t.lowers)
+        c["lower_unresolved"] += sum(lr.check.outcome is Outcome.UNRESOLVED for lr in t.lowers)
+        c["upper_agree"] += t.validated_upper == tol.float64_upper
+        c["lower_agree"] += t.validated_lower == tol.float64_lower
+        if t.contradiction:
+            c["contradictions"] += 1
+            errors.append(f"{result.record.path} [{result.record.record_id}]: {t.contradiction}")
+    return {"counts": c, "errors": errors}
+
+
+def _fingerprint(folder: str) -> str:
+    """SHA-256 of a record's manifest (which holds every array's hash): a changed record is redone."""
+    try:
+        return hashlib.sha256((Path(folder) / "record.json").read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def _replay_folder(args: tuple[str, bool, tuple[int, ...]]) -> dict:
+    """One record folder's journal payload: its rows, verdict rows, summary counts and error lines."""
     folder, strict, budgets = args
+    fingerprint = _fingerprint(folder)
     try:
         record = read_record(folder)
     except InputError as err:
-        return [{"record_id": Path(folder).name, "status": "malformed", "error": err.one_line()}], [], None, err.one_line()
-    t0 = time.perf_counter()
-    result = replay_record(record, strict=strict)
-    rows, verdicts = result_rows(result, time.perf_counter() - t0, budgets)
-    return rows, verdicts, result, None
+        line = err.one_line()
+        return {"fingerprint": fingerprint, "rows": [{"record_id": Path(folder).name, "status": "malformed",
+                                                      "error": line}],
+                "verdicts": [], "counts": {}, "errors": [line], "malformed": True}
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):  # one BLAS thread: the same sums on any machine, and no oversubscription
+        t0 = time.perf_counter()
+        result = replay_record(record, strict=strict)
+        seconds = time.perf_counter() - t0
+    rows, verdicts = result_rows(result, seconds, budgets)
+    return dict(record_counts(result), fingerprint=fingerprint, rows=rows, verdicts=verdicts, malformed=False)
+
+
+class ReplayJob:
+    """One replay of STORE into OUT: the records to do, the journal, and the final tables."""
+
+    def __init__(self, store, out, *, strict: bool = False, budgets: tuple[int, ...] = DEFAULT_BUDGETS,
+                 resume: bool = False):
+        self.store, self.strict, self.budgets = store, bool(strict), tuple(budgets)
+        self.folders = [str(f) for f in list_records(store)]
+        self.out = output_dir(out)
+        for name in OUTPUTS:  # the manifest first: from here on nothing here looks complete
+            (self.out / name).unlink(missing_ok=True)
+        params = {"store": str(Path(store).resolve()), "strict": self.strict, "budgets": list(self.budgets),
+                  "softrank_version": __version__}
+        self.journal = Journal(self.out / JOURNAL, params, resume=resume)
+        self.done = self._finished() if resume else {}
+
+    @property
+    def total(self) -> int:
+        return len(self.folders)
+
+    @property
+    def resumed(self) -> int:
+        return len(self.done)
+
+    def _finished(self) -> dict[str, dict]:
+        """Journal entries of records still in the store, unchanged since they were replayed."""
+        by_name = {Path(f).name: f for f in self.folders}
+        return {name: p for name, p in self.journal.entries().items()
+                if name in by_name and isinstance(p, dict) and p.get("fingerprint") == _fingerprint(by_name[name])}
+
+    def execute(self, *, jobs: int = 1, scheduler: str | None = None,
+                progress: Callable[[int, int], None] | None = None) -> ReplaySummary:
+        """Replay the records not yet done (journaling each as it finishes), then write the tables."""
+        todo = [f for f in self.folders if Path(f).name not in self.done]
+        payloads = dict(self.done)
+        tasks = [(f, self.strict, self.budgets) for f in todo]
+        for i, payload in parallel_map(_replay_folder, tasks, jobs=jobs, scheduler=scheduler):
+            name = Path(todo[i]).name
+            payloads[name] = self.journal.add(name, payload)
+            if progress:
+                progress(len(payloads), self.total)
+        return self._finish(payloads)
+
+    def _finish(self, payloads: dict[str, dict]) -> ReplaySummary:
+        """The tables in store order, then the manifest, then the journal is removed."""
+        summary = ReplaySummary(records=self.total, resumed=self.resumed)
+        rows: list[dict] = []
+        verdicts: list[dict] = []
+        for folder in self.folders:
+            payload = payloads[Path(folder).name]
+            rows.extend(payload["rows"])
+            verdicts.extend(payload["verdicts"])
+            summary.merge(payload)
+        meta = {"softrank_version": __version__, "strict": str(self.strict).lower(),
+                "store": str(Path(self.store).resolve()),
+                "bounds": "upper_bound rounded up (decimal); chi_upper rounded up (binary64)"}
+        write_table(self.out / "replay", rows, REPLAY_COLUMNS, metadata=meta)
+        write_table(self.out / "verdicts", verdicts, VERDICT_COLUMNS, metadata=meta)
+        summary.out = str(self.out / "replay.parquet")
+        files = {name: hashlib.sha256((self.out / name).read_bytes()).hexdigest() for name in OUTPUTS[1:]}
+        write_json(self.out / "manifest.json", {
+            "complete": True, "command": "softrank replay", "softrank_version": __version__,
+            "store": meta["store"], "strict": self.strict, "budgets": list(self.budgets), "records": self.total,
+            "replay_rows": len(rows), "verdict_rows": len(verdicts), "resumed": self.resumed,
+            "sha256": files, "summary": summary.as_json()})
+        self.journal.remove()
+        return summary
 
 
 def replay_store(store, out, *, strict: bool = False, jobs: int = 1, budgets: tuple[int, ...] = DEFAULT_BUDGETS,
-                 progress: Callable[[int, int], None] | None = None) -> ReplaySummary:
+                 progress: Callable[[int, int], None] | None = None, scheduler: str | None = None,
+                 resume: bool = False) -> ReplaySummary:
     """Replay every record of STORE and write the tables into OUT. Malformed records are reported
     (``summary.errors``, one line each) and the others are still replayed and written."""
-    folders = [str(f) for f in list_records(store)]
-    out = output_dir(out)
-    rows: list[dict] = []
-    verdicts: list[dict] = []
-    summary = ReplaySummary(records=len(folders))
-    tasks = [(f, strict, tuple(budgets)) for f in folders]
-    if jobs > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            _collect_all(pool.map(_replay_folder, tasks), len(tasks), rows, verdicts, summary, progress)
-    else:
-        _collect_all(map(_replay_folder, tasks), len(tasks), rows, verdicts, summary, progress)
-    meta = {"softrank_version": __version__, "strict": str(bool(strict)).lower(), "store": str(Path(store).resolve()),
-            "bounds": "upper_bound rounded up (decimal); chi_upper rounded up (binary64)"}
-    write_table(out / "replay", rows, REPLAY_COLUMNS, metadata=meta)
-    write_table(out / "verdicts", verdicts, VERDICT_COLUMNS, metadata=meta)
-    summary.out = str(out / "replay.parquet")
-    return summary
+    job = ReplayJob(store, out, strict=strict, budgets=budgets, resume=resume)
+    return job.execute(jobs=jobs, scheduler=scheduler, progress=progress)
 
 
-def _collect_all(results, total: int, rows: list[dict], verdicts: list[dict], summary: ReplaySummary,
-                 progress: Callable[[int, int], None] | None) -> None:
-    """Gather each record's rows into the tables and the summary, in store order."""
-    for i, (r_rows, r_verdicts, result, error) in enumerate(results):
-        rows.extend(r_rows)
-        verdicts.extend(r_verdicts)
-        if error:
-            summary.malformed += 1
-            summary.errors.append(error)
-        else:
-            summary.add(result)
-        if progress:
-            progress(i + 1, total)
-
-
-__all__ = ["replay_store", "ReplaySummary", "result_rows", "REPLAY_COLUMNS", "VERDICT_COLUMNS"]
+__all__ = ["replay_store", "ReplayJob", "ReplaySummary", "result_rows", "REPLAY_COLUMNS", "VERDICT_COLUMNS"]

@@ -16,6 +16,7 @@ from softrank.replay.record import Record
 from softrank.replay.rules import TRIVIAL_RULE, UPPER_RULE, Claim, check_lower_certificate
 from softrank.validated.float_bounds import binary64_environment_ok
 from softrank.validated.outcome import Check, Outcome
+from softrank.validated.softmax_binary64 import softmax_binary64_enclosure
 from softrank.validated.softmax_enclosure import chi_upper, logits_balls, rowsoftmax_enclosure
 
 TRIVIAL_LOWER_KIND = "trivial(||A||_inf=1>eps)"
@@ -67,14 +68,18 @@ def validated_verdict(k: int, lower: int | None, upper: int | None) -> str:
 def replay_record(record: Record, strict: bool = False) -> RecordResult:
     """Replay one record (already read and validated by ``softrank.replay.reader``).
 
-    The binary64 routes are used only when the floating-point environment is the one their rules
-    assume (``binary64_environment_ok``); otherwise every check runs in Arb balls, as with ``strict``.
+    The binary64 routes, the enclosure of A among them, are used only when the floating-point
+    environment is the one their rules assume (``binary64_environment_ok``); otherwise every check
+    runs in Arb balls, as with ``strict``.
     """
     strict = strict or not binary64_environment_ok()
+    operator = dict(logits=record.logits, queries=record.queries, keys=record.keys, scale=record.scale,
+                    bias=record.bias)
     try:
-        h = logits_balls(logits=record.logits, queries=record.queries, keys=record.keys,
-                         scale=record.scale, bias=record.bias)
-        enc = rowsoftmax_enclosure(h)
+        # binary64 enclosure (proofs/softmax_binary64.md) unless strict or unavailable; else Arb
+        enc = None if strict else softmax_binary64_enclosure(**operator)
+        if enc is None:
+            enc = rowsoftmax_enclosure(logits_balls(**operator))
         chi = chi_upper(enc, record.a_hat)
         enclosure_error = ""
     except (ArithmeticError, ValueError) as err:

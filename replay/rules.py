@@ -25,6 +25,7 @@ from softrank.validated.softmax_enclosure import SoftmaxEnclosure
 from softrank.validated.upper_witness import LEMMA_U, check_upper_witness
 
 ENCLOSURE = "proofs/softmax_enclosure.md"
+ENCLOSURE_B64 = "proofs/softmax_binary64.md"
 BINARY64 = "proofs/binary64_error_bounds.md"
 LEMMA_S = "proofs/lemma_S_slack_sandwich.md"
 LEMMA_T = "proofs/lemma_trivial_lower.md"
@@ -152,7 +153,7 @@ def check_decoder(claim: Claim) -> Check:
     return _guarded(LEMMA_D, body)
 
 
-_COMMON = (ENCLOSURE, BINARY64)
+_COMMON = (ENCLOSURE, ENCLOSURE_B64, BINARY64)
 UPPER_RULE = Rule("upper-witness", "upper", (LEMMA_U, LEMMA_S) + _COMMON, check_upper)
 TRIVIAL_RULE = Rule("trivial", "lower", (LEMMA_T,), check_trivial)
 #: lower-certificate kind (docs/record-format.md) -> rule

@@ -9,8 +9,8 @@ returns a ball that contains the exact value; the row sum and the division are b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
+from typing import Callable
 
 import numpy as np
 from flint import arb, arb_mat, ctx
@@ -21,17 +21,31 @@ ENCLOSURE_PREC_BITS = 80
 _TINY = 2.0**-1070  # covers a subnormal rounding of a midpoint (<= 2^-1075)
 
 
-@dataclass
 class SoftmaxEnclosure:
     """``|A_ij - a_mid_ij| <= a_rad_ij`` for the exact operator A (both arrays binary64).
 
-    ``balls`` keeps the Arb rows (list of lists) for the strict route.
+    ``balls`` are Arb rows (list of lists) containing A, for the strict route and the Arb
+    referee: given directly, or built on first use by ``balls_source()`` (an enclosure of the
+    same exact operator; the binary64 enclosure of validated/softmax_binary64.py passes one).
     """
 
-    a_mid: np.ndarray
-    a_rad: np.ndarray
-    balls: list[list[arb]]
-    prec_bits: int
+    def __init__(self, a_mid: np.ndarray, a_rad: np.ndarray, balls: list[list[arb]] | None = None,
+                 prec_bits: int = ENCLOSURE_PREC_BITS, balls_source: Callable[[], list[list[arb]]] | None = None):
+        if balls is None and balls_source is None:
+            raise ValueError("an enclosure needs its Arb rows or a way to build them")
+        self.a_mid, self.a_rad, self.prec_bits = a_mid, a_rad, prec_bits
+        self._balls, self._balls_source = balls, balls_source
+
+    @property
+    def balls(self) -> list[list[arb]]:
+        if self._balls is None:
+            self._balls = self._balls_source()
+        return self._balls
+
+    @property
+    def balls_built(self) -> bool:
+        """Have the Arb rows been built (or given)?"""
+        return self._balls is not None
 
 
 def _arb_mat(a: np.ndarray) -> arb_mat:

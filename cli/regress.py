@@ -13,6 +13,11 @@ Reads ``verdicts.parquet`` and ``replay.parquet`` written by ``softrank replay``
 
 Printed as rich tables and saved as parquet, csv and json in ``--out`` (default
 ``REPLAY_DIR/regress``).  Reading only: nothing here decides a verdict.
+
+``--against BASELINE`` (another replay folder, or a baseline JSON written by ``--write-baseline``,
+such as ``tests/golden/expected.json``) compares, per record and eps, the status, the validated
+lower and upper ends, the witness outcome and the validated verdict at every budget, prints every
+change (and every record or eps present on one side only) and exits 1 on any.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from fractions import Fraction
 from pathlib import Path
+
+import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -38,6 +45,10 @@ def configure(parser) -> None:
     parser.add_argument("replay_dir", help="folder with replay.parquet and verdicts.parquet (softrank replay --out)")
     parser.add_argument("--out", default=None, help="output folder (default: REPLAY_DIR/regress)")
     parser.add_argument("--max-list", type=int, default=40, help="failures printed, >= 0 (all are saved)")
+    parser.add_argument("--against", default=None, metavar="BASELINE",
+                        help="a replay folder or a baseline JSON: print every changed verdict or bracket, exit 1 on any")
+    parser.add_argument("--write-baseline", default=None, metavar="FILE.json",
+                        help="write this replay's validated results as a baseline JSON (for --against)")
 
 
 def _read(folder: Path, name: str) -> list[dict]:
@@ -216,4 +227,86 @@ def run(args) -> int:
     contra = sum(1 for f in tables["failures"] if f["contradiction"])
     print(f"regress: {n} verdicts, {agree} agree; {len(tables['failures'])} float64 verdicts fail validation "
           f"({contra} contradicted); lower ends equal on {lower_eq}/{records} (record, eps); tables: {out}")
-    return 0
+    return _baselines(args, folder)
+
+
+BASELINE_SCHEMA = "softrank.replay-baseline"
+COMPARED = ("validated_lower", "validated_upper", "upper_outcome")
+
+
+def baseline(replay_rows: list[dict], verdict_rows: list[dict]) -> dict:
+    """Per record: status and, per eps, the validated ends, the witness outcome and the verdict per k."""
+    records: dict[str, dict] = {}
+    for r in replay_rows:
+        rec = records.setdefault(r["record_id"], {"status": r.get("status"), "eps": {}})
+        if r.get("status") == "contradiction":
+            rec["status"] = "contradiction"
+        if r.get("eps") is not None:
+            rec["eps"][r["eps"]] = {**{c: r.get(c) for c in COMPARED}, "status": r.get("status"), "verdicts": {}}
+    for v in verdict_rows:
+        cell = records.get(v["record_id"], {}).get("eps", {}).get(v.get("eps"))
+        if cell is not None:
+            cell["verdicts"][str(v.get("k"))] = v.get("validated_verdict")
+    return {"schema": BASELINE_SCHEMA, "version": 1, "records": dict(sorted(records.items()))}
+
+
+def load_baseline(path) -> dict:
+    """A baseline from a replay folder or a baseline JSON."""
+    from softrank.cli.common import load_json_text, read_text_file
+
+    path = Path(path)
+    if path.is_dir():
+        return baseline(_read(path, "replay.parquet"), _read(path, "verdicts.parquet"))
+    data = load_json_text(read_text_file(path, "against"), path, "against")
+    if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA or not isinstance(data.get("records"), dict):
+        raise InputError(str(path), "schema", f"not a replay baseline (expected schema {BASELINE_SCHEMA!r})")
+    return data
+
+
+def changes(expected: dict, actual: dict) -> list[str]:
+    """One line per difference between two baselines, by record and eps."""
+    exp, act = expected["records"], actual["records"]
+    lines = [f"{rid}: missing from the replay" for rid in sorted(set(exp) - set(act))]
+    lines += [f"{rid}: new record (not in the baseline)" for rid in sorted(set(act) - set(exp))]
+    for rid in sorted(set(exp) & set(act)):
+        e, a = exp[rid], act[rid]
+        if e.get("status") != a.get("status"):
+            lines.append(f"{rid}: status {e.get('status')} -> {a.get('status')}")
+        for eps in sorted(set(e.get("eps", {})) | set(a.get("eps", {}))):
+            ec, ac = e.get("eps", {}).get(eps), a.get("eps", {}).get(eps)
+            if ec is None or ac is None:
+                lines.append(f"{rid} eps {eps}: {'new eps' if ec is None else 'eps missing from the replay'}")
+                continue
+            diffs = [f"{c} {ec.get(c)} -> {ac.get(c)}" for c in COMPARED + ("status",) if ec.get(c) != ac.get(c)]
+            ev, av = ec.get("verdicts", {}), ac.get("verdicts", {})
+            diffs += [f"verdict k={k} {ev.get(k)} -> {av.get(k)}" for k in sorted(set(ev) | set(av), key=_k)
+                      if ev.get(k) != av.get(k)]
+            if diffs:
+                lines.append(f"{rid} eps {eps}: " + "; ".join(diffs))
+    return lines
+
+
+def _k(text: str):
+    return (0, int(text)) if text.lstrip("-").isdigit() else (1, text)
+
+
+def _baselines(args, folder: Path) -> int:
+    """``--write-baseline`` and ``--against``: 1 when the replay differs from the baseline."""
+    from softrank.fastpath.files import atomic_write
+
+    against, write = getattr(args, "against", None), getattr(args, "write_baseline", None)
+    if not against and not write:
+        return 0
+    current = baseline(_read(folder, "replay.parquet"), _read(folder, "verdicts.parquet"))
+    if write:
+        text = json.dumps(current, indent=1, sort_keys=True) + "\n"
+        atomic_write(write, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+        print(f"regress: baseline of {len(current['records'])} records written to {write}")
+    if not against:
+        return 0
+    lines = changes(load_baseline(against), current)
+    for line in lines:
+        print(f"CHANGED {line}")
+    print(f"regress against {against}: {len(lines)} change{'s' if len(lines) != 1 else ''} "
+          f"({len(current['records'])} records compared)")
+    return 1 if lines else 0

@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from flint import fmpq, fmpq_mat
 
 from softrank.advisors import highs, simplex
 
@@ -279,8 +278,3 @@ class Builder:
     def eq_multipliers(self, z) -> dict:
         return dict(zip(self.eq_labels, z))
 
-
-def to_fmpq_rows(rows) -> fmpq_mat:
-    m = len(rows)
-    n = len(rows[0]) if m else 0
-    return fmpq_mat(m, n, [fmpq(a.numerator, a.denominator) for r in rows for a in r])

@@ -113,17 +113,9 @@ def parse_vec(v, where: str = "certificate", field: str = "") -> list[Fraction]:
     return [parse_rational(x, where, field) for x in v]
 
 
-def parse_mat(M, where: str = "certificate", field: str = "") -> Matrix:
-    if not isinstance(M, (list, tuple)):
-        raise InputError(where, field, "expected a list of rows")
-    return [parse_vec(r, where, field) for r in M]
 
 
 # ---------------------------------------------------------------- FLINT conversions
-
-def to_fmpq(q: Fraction) -> fmpq:
-    return fmpq(q.numerator, q.denominator)
-
 
 def to_fraction(q: fmpq) -> Fraction:
     return Fraction(int(q.p), int(q.q))

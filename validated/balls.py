@@ -32,9 +32,6 @@ def fraction_from_binary64(x: float, where: str = "", field: str = "") -> Fracti
     return Fraction(x)
 
 
-def arb_from_fraction(q: Fraction) -> arb:
-    """A ball containing the rational ``q`` (exact when q is dyadic)."""
-    return arb(q.numerator) / arb(q.denominator)
 
 
 def exact_fraction(x: arb) -> Fraction:
@@ -96,9 +93,6 @@ def _decimal(q: Fraction, digits: int, rounding: str) -> str:
     return f"{d:g}" if d != 0 else "0"
 
 
-def float_upper(x: arb) -> float:
-    """A binary64 number >= every point of the ball ``x``."""
-    return float_at_least(upper_fraction(x))
 
 
 def certainly_le(x: arb, bound: Fraction) -> bool:

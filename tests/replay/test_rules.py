@@ -60,3 +60,14 @@ def test_the_trivial_rule_on_one_row_and_on_no_rows():
     assert TRIVIAL_RULE.check(Claim(enclosure=enc, chi=None, eps=Fraction(1, 2), strict=False)).proved  # shape from A
     empty = Claim(enclosure=None, chi=None, eps=Fraction(1, 2), strict=False, shape=(0, 3))
     assert TRIVIAL_RULE.check(empty).outcome is Outcome.UNRESOLVED  # no row: ||A||_inf = 0, nothing to prove
+
+
+def test_certificate_rows_must_be_int64_exactly():
+    """rows of another integer type are malformed, not silently converted."""
+    h = np.random.default_rng(1).normal(size=(6, 6))
+    a = rowsoftmax_float(h)
+    for dtype in (np.int32, np.uint64, np.float64):
+        rows = np.array([0, 1], dtype=dtype)
+        cert = LowerCertificate(kind="decoder", lower=2, data={"rows": rows, "W": np.linalg.pinv(a[[0, 1]])})
+        chk = check_lower_certificate(_claim(cert=cert))
+        assert chk.outcome is Outcome.UNRESOLVED and "int64" in chk.reason, dtype

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("softrank.cli.demo", "build a small demonstration store (no models needed)"),
     "replay": ("softrank.cli.replay", "validated replay of every certificate in a store"),
     "regress": ("softrank.cli.regress", "float64 versus validated verdict transitions for a replay table"),
+    "report": ("softrank.cli.report", "one self-contained HTML report (figures and tables) of a replay"),
     "oracle": ("softrank.cli.oracle", "exact decision of a small rational cell"),
     "families": ("softrank.cli.families", "exact closure of the gauge and grid families"),
     "theorem": ("softrank.cli.theorem", "sanity checks of the theory's inequalities and invariances"),

@@ -118,6 +118,9 @@ def run(args) -> int:
     table = summarise(rows, replay_rows, eps_list)
     _write_summary(out, table, times)
     _print_table(console, table, times, summary)
+    from softrank.cli.report import write_report
+
+    print(f"report: {write_report(replay_dir, out / 'report.html')}", flush=True)
     return 0 if not summary.malformed else 2
 
 

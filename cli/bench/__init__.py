@@ -16,6 +16,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "oracle": ("softrank.cli.bench.oracle:main", "exact oracle: 3x3 profile and 6x6 rank-1 decision"),
     "bracket": ("softrank.cli.bench.bracket:main", "bracket throughput and time share per construction"),
     "store": ("softrank.cli.bench.store:main", "validated vs plain float64 replay of a whole store (STORE)"),
+    "scale": ("softrank.cli.bench.scale:main", "replay records/minute: in process, dask with 1 and 2 workers, projection"),
 }
 
 

@@ -93,3 +93,20 @@ def test_progress_shows_done_rate_and_time_left(store, tmp_path, capsys, monkeyp
     assert replay.run(args) == 0
     err = capsys.readouterr().err
     assert "12/12" in err and "/min" in err and "left" in err
+
+
+def test_bench_scale_measures_and_projects(store, capsys):
+    import json
+    from types import SimpleNamespace
+
+    from softrank.cli.bench import scale
+
+    assert scale.main(SimpleNamespace(target=str(store), quick=True, repeats=1, json=True)) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["records"] == 12 and result["tables_identical"] is True
+    assert [(r["config"].split()[0], r["workers"]) for r in result["runs"]] == [("in-process", 1), ("dask", 1),
+                                                                               ("dask", 2)]
+    assert all(r["records_per_min"] > 0 for r in result["runs"])
+    assert [p["workers"] for p in result["projection"]] == [4, 16, 64, 256]
+    t1 = result["seconds_per_record_one_worker"]
+    assert result["projection"][0]["records_per_min_ideal"] == 60 * 4 / t1

@@ -1,0 +1,278 @@
+"""``softrank report REPLAY_DIR --out FILE.html``: one self-contained HTML page a person can look at.
+
+Read from the replay tables (``replay.parquet``, ``verdicts.parquet`` of ``softrank replay``; the
+numbers are never recomputed from records): per family, every operator's validated bracket as a
+vertical segment on a log scale, sorted by upper end, resolved ones coloured, with the full-rank
+line; the table per family and eps (operators, median L, median U, median U/L, resolved share,
+closed share); the float64-to-validated verdict transitions (``softrank.cli.regress.analyse``);
+the chi_upper and witness-margin distributions; for decoder blocks in several block widths, the
+share shown feasible / impossible at each budget against width; every malformed record, every
+witness not proved and every lower certificate not accepted, with its reason.
+
+Figures are PNG data URIs (matplotlib, Agg); each figure's data is embedded beside it as JSON
+(``<script type="application/json" id="data-FIGURE">``) and each table's rows likewise
+(``id="data-TABLE"``).  No external reference: the page opens offline.  ``--figures DIR`` also
+writes every figure as ``DIR/FIGURE.png``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from softrank.cli import report_figures as rf
+from softrank.cli.common import output_dir
+from softrank.cli.regress import VERDICTS, _read, analyse
+from softrank.fastpath.files import atomic_write
+from softrank.validated.errors import InputError
+
+STYLE = """body{font-family:sans-serif;max-width:1400px;margin:1em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.2em;font-size:13px}th,td{border:1px solid #ccc;padding:2px 6px}
+th{background:#f1f3f5}td.n{text-align:right}img{max-width:100%;height:auto;border:1px solid #eee}
+figure{margin:.5em 0 1.5em}figcaption{font-size:13px;color:#555}.note{color:#555;font-size:14px}
+td.reason{max-width:700px;font-size:12px}"""
+
+
+def configure(parser) -> None:
+    parser.add_argument("replay_dir", help="folder with replay.parquet and verdicts.parquet (softrank replay --out)")
+    parser.add_argument("--out", default=None, metavar="FILE.html", help="the page (default: REPLAY_DIR/report.html)")
+    parser.add_argument("--figures", default=None, metavar="DIR", help="also write every figure as DIR/NAME.png")
+
+
+def run(args) -> int:
+    out = Path(args.out) if args.out else Path(args.replay_dir) / "report.html"
+    path = write_report(args.replay_dir, out, figures=args.figures)
+    print(f"report: {path}")
+    return 0
+
+
+def load(replay_dir) -> dict:
+    """The replay and verdict rows (older tables: ``chi`` read as ``chi_upper``), the parquet
+    metadata and the manifest, if any."""
+    from softrank.cli.tables import table_metadata
+
+    folder = Path(replay_dir)
+    if not folder.is_dir():
+        raise InputError(str(folder), "", "not a folder")
+    rows, verdicts = _read(folder, "replay.parquet"), _read(folder, "verdicts.parquet")
+    for r in rows:
+        if "chi_upper" not in r:
+            r["chi_upper"] = r.get("chi")
+        if not isinstance(r.get("lower_outcomes"), list):
+            r["lower_outcomes"] = []
+        r.setdefault("block_width", None)
+    for v in verdicts:
+        v.setdefault("block_width", None)
+    manifest = None
+    if (folder / "manifest.json").is_file():
+        try:
+            manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            manifest = None
+    return {"folder": folder, "rows": rows, "verdicts": verdicts, "manifest": manifest,
+            "meta": table_metadata(folder / "replay.parquet")}
+
+
+class Page:
+    """The page being built: HTML parts and the figures (PNG bytes by name)."""
+
+    def __init__(self):
+        self.parts: list[str] = []
+        self.figures: dict[str, bytes] = {}
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+
+    def figure(self, name: str, png: bytes, data, caption: str) -> None:
+        self.figures[name] = png
+        uri = "data:image/png;base64," + base64.b64encode(png).decode()
+        self.add(f'<figure id="fig-{name}"><img id="img-{name}" class="figure" alt="{_e(caption)}" src="{uri}">'
+                 f"<figcaption>{_e(caption)}</figcaption></figure>")
+        self.data(f"fig-{name}", data)
+
+    def data(self, name: str, data) -> None:
+        text = json.dumps(data, sort_keys=True).replace("</", "<\\/")
+        self.add(f'<script type="application/json" id="data-{name}">{text}</script>')
+
+    def table(self, name: str, header: list[str], rows: list[list], data=None) -> None:
+        head = "".join(f"<th>{_e(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
+        self.add(f'<table id="table-{name}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
+        if data is not None:
+            self.data(f"table-{name}", data)
+
+
+def _e(text) -> str:
+    return html.escape("" if text is None else str(text))
+
+
+def _cell(value) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f'<td class="n">{_e(value)}</td>'
+    cls = ' class="reason"' if isinstance(value, str) and len(value) > 80 else ""
+    return f"<td{cls}>{_e(value)}</td>"
+
+
+def fmt_num(v) -> str:
+    return "-" if v is None else f"{v:g}"
+
+
+def fmt_share(v) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def write_report(replay_dir, out, figures=None) -> Path:
+    """Build the page from REPLAY_DIR's tables into OUT (atomic); with ``figures``, the PNGs too."""
+    data = load(replay_dir)
+    page = Page()
+    _header(page, data)
+    _brackets(page, data["rows"])
+    _transitions(page, data["rows"], data["verdicts"])
+    _distributions(page, data["rows"])
+    _widths(page, data["verdicts"])
+    _problems(page, data["rows"])
+    text = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>SoftRank report</title>"
+            f"<style>{STYLE}</style></head><body>\n" + "\n".join(page.parts) + "\n</body></html>\n")
+    out = Path(out)
+    output_dir(out.parent)
+    atomic_write(out, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    if figures:
+        folder = output_dir(figures, field="figures")
+        for name, png in page.figures.items():
+            atomic_write(folder / f"{name}.png", lambda tmp, png=png: Path(tmp).write_bytes(png))
+    return out
+
+
+def _header(page: Page, data: dict) -> None:
+    rows, meta, manifest = data["rows"], data["meta"], data["manifest"]
+    status = Counter(r.get("status") for r in rows)
+    records = len({r["record_id"] for r in rows})
+    if manifest is None:
+        state = "no manifest.json (an older or unfinished replay)"
+    else:
+        state = "complete" if manifest.get("complete") is True else "NOT complete"
+    page.add("<h1>SoftRank report</h1>")
+    page.table("about", ["replay tables", "store", "softrank", "strict", "run", "records", "rows by status"],
+               [[str(data["folder"]), meta.get("store", "?"), meta.get("softrank_version", "?"),
+                 meta.get("strict", "?"), state, records, ", ".join(f"{k}: {n}" for k, n in sorted(status.items()))]])
+
+
+def _brackets(page: Page, rows: list[dict]) -> None:
+    page.add("<h2>Validated brackets per family</h2><p class=\"note\">Each vertical segment is one operator's "
+             "proved bracket L &lt;= r_eps(A) &lt;= U (log scale), operators sorted by U; green: resolved "
+             "(U &lt;= 2L); orange: not resolved; red dashed: no proved witness, U is the full rank min(m, N) "
+             "(dashed black line).</p>")
+    for fam in rf.families(rf.ok_rows(rows)):
+        data = rf.bracket_data(rows, fam)
+        if data["panels"]:
+            page.add(f"<h3>{_e(fam)}</h3>")
+            page.figure(f"brackets-{_slug(fam)}", rf.bracket_figure(data), data,
+                        f"{fam}: validated brackets per eps, sorted by upper end")
+    summary = rf.family_summary(rows)
+    page.add("<h3>Per family and eps</h3>")
+    page.table("summary", ["family", "eps", "operators", "median L", "median U", "median U/L", "resolved (U <= 2L)",
+                           "closed exactly (L = U)", "resolved (results-table criterion)"],
+               [[s["family"], s["eps"], s["operators"], fmt_num(s["median_L"]), fmt_num(s["median_U"]),
+                 f"{s['median_U_over_L']:.2f}", fmt_share(s["resolved_share"]), fmt_share(s["closed_share"]),
+                 fmt_share(s["results_resolved_share"])] for s in summary], data=summary)
+    page.add("<p class=\"note\">The results-table criterion (README) also counts a bracket resolved when "
+             "U - L &lt;= 2 or U - L &lt;= min(m, N)/10; a row without a proved witness has U = min(m, N).</p>")
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "none"
+
+
+def _transitions(page: Page, rows: list[dict], verdicts: list[dict]) -> None:
+    tables = analyse(rows, verdicts)
+    page.add("<h2>float64 to validated verdicts</h2><p class=\"note\">Count of (record, budget k) per family "
+             "and eps, by float64 verdict (rows) and validated verdict (columns).</p>")
+    per = defaultdict(Counter)
+    for t in tables["transitions"]:
+        per[(t["family"], t["eps"])][(t["float64_verdict"], t["validated_verdict"])] += t["count"]
+    order = {e: i for i, e in enumerate(rf.eps_order(rows))}
+    body = []
+    for (fam, eps), c in sorted(per.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], len(order)), kv[0][1])):
+        for f in ("feasible", "impossible", "unresolved", "none"):
+            if any(c[(f, v)] for v in VERDICTS + ("error",)):
+                body.append([fam, eps, f, *[c[(f, v)] for v in VERDICTS + ("error",)]])
+    page.table("transitions", ["family", "eps", "float64", *[f"-> {v}" for v in VERDICTS + ("error",)]], body,
+               data=tables["transitions"])
+    page.table("ends", ["family", "eps", "records", "validated L = float64 L", "validated U = float64 U"],
+               [[e["family"], e["eps"], e["records"], e["lower_equal"], e["upper_equal"]] for e in tables["ends"]])
+    fails = tables["failures"]
+    page.add(f"<h3>float64 verdicts that fail validation ({len(fails)})</h3>")
+    if fails:
+        page.table("failures", ["record", "eps", "k", "float64", "validated", "reason"],
+                   [[f["record_id"], f["eps"], f["k"], f["float64_verdict"], f["validated_verdict"], f["reason"]]
+                    for f in fails], data=fails)
+
+
+def _distributions(page: Page, rows: list[dict]) -> None:
+    data = rf.distribution_data(rows)
+    page.add("<h2>chi_upper and witness margins</h2>")
+    if not any(data["chi_upper"].values()) and not any(data["margin"].values()):
+        page.add("<p class=\"note\">No replayed record.</p>")
+        return
+    page.figure("distributions", rf.distribution_figure(data), data,
+                "chi_upper per record, and eps minus the certified bound of every proved witness (log10)")
+    stats = []
+    for key in ("chi_upper", "margin"):
+        for fam, values in data[key].items():
+            if values:
+                stats.append([key, fam, len(values), f"{min(values):.3e}", f"{rf._median(values):.3e}",
+                              f"{max(values):.3e}"])
+    page.table("distribution-stats", ["quantity", "family", "count", "min", "median", "max"], stats)
+
+
+def _widths(page: Page, verdicts: list[dict]) -> None:
+    page.add("<h2>Decoder blocks across block widths</h2>")
+    widths = defaultdict(set)
+    for v in verdicts:
+        if v.get("block_width") is not None:
+            widths[v.get("family") or ""].add(v["block_width"])
+    if not widths:
+        page.add("<p class=\"note\">No decoder blocks (no block_width) in these tables.</p>")
+        return
+    cells = rf.width_data(verdicts)
+    for fam, ws in sorted(widths.items()):
+        if len(ws) < 2:
+            page.add(f"<p class=\"note\">{_e(fam)}: one block width ({', '.join(map(str, sorted(ws)))}) in this "
+                     "store; the share against width needs several.</p>")
+            continue
+        mine = [c for c in cells if c["family"] == fam]
+        page.figure(f"widths-{_slug(fam)}", rf.width_figure(mine), mine,
+                    f"{fam}: share of operators shown feasible (solid) and impossible (dashed) per budget k")
+        page.table(f"widths-{_slug(fam)}", ["eps", "k", "block width", "operators", "feasible", "impossible"],
+                   [[c["eps"], c["k"], c["block_width"], c["operators"], fmt_share(c["feasible_share"]),
+                     fmt_share(c["impossible_share"])] for c in mine])
+
+
+def _problems(page: Page, rows: list[dict]) -> None:
+    malformed = [r for r in rows if r.get("status") == "malformed"]
+    page.add(f"<h2>Malformed records ({len(malformed)})</h2>")
+    if malformed:
+        page.table("malformed", ["record", "error"], [[r["record_id"], r.get("error")] for r in malformed],
+                   data=[{"record_id": r["record_id"], "error": r.get("error")} for r in malformed])
+    contra = [r for r in rows if r.get("status") == "contradiction"]
+    if contra:
+        page.add(f"<h2>Contradictions ({len(contra)})</h2>")
+        page.table("contradictions", ["record", "eps", "error"], [[r["record_id"], r["eps"], r.get("error")]
+                                                                   for r in contra])
+    open_ = [r for r in rows if r.get("upper_outcome") not in (None, "proved")]
+    page.add(f"<h2>Witnesses not proved ({len(open_)})</h2>")
+    if open_:
+        listed = [{"record_id": r["record_id"], "family": r.get("family"), "eps": r["eps"],
+                   "outcome": r["upper_outcome"], "rank": r.get("upper_rank"), "bound": r.get("upper_bound"),
+                   "reason": r.get("upper_reason") or "(no reason given)"} for r in open_]
+        page.table("witnesses", ["record", "family", "eps", "outcome", "rank", "certified bound", "reason"],
+                   [list(x.values()) for x in listed], data=listed)
+    lowers = [(r, o) for r in rows for o in r.get("lower_outcomes") or [] if o.get("outcome") != "proved"]
+    page.add(f"<h2>Lower certificates not accepted ({len(lowers)})</h2>")
+    if lowers:
+        page.table("lowers", ["record", "eps", "kind", "claimed", "outcome", "reason"],
+                   [[r["record_id"], r["eps"], o.get("kind"), o.get("claimed"), o.get("outcome"),
+                     o.get("reason") or "(no reason given)"] for r, o in lowers])

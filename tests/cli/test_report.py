@@ -1,0 +1,216 @@
+"""``softrank report``: the page is self-contained, and what its figures draw and its tables show
+is what the replay tables hold (recomputed here independently from replay.parquet and
+verdicts.parquet).  The slow test renders the page in headless Chromium and checks that every
+figure is visible."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from softrank.fastpath.demo import build_demo_store, frobenius_lower, tsvd_witness
+from softrank.fastpath.float64 import rowsoftmax64
+from softrank.fastpath.writer import RecordWriter, write_index
+
+CORPUS = Path(__file__).resolve().parent.parent / "soundness" / "certificates"
+WIDTHS = (8, 16, 32)
+
+
+def _decoder_block(store, rid, width, seed, break_witness=False):
+    rng = np.random.default_rng(seed)
+    h = 3.0 * rng.normal(size=(width, 3)) @ rng.normal(size=(3, width)) + 0.3 * rng.normal(size=(width, width))
+    a = rowsoftmax64(h)
+    prov = {"model": "toy", "family": "toydec", "block_width": width, "attention": "decoder-self-block",
+            "positions": [width, 2 * width], "layer": 0, "head": seed}
+    with RecordWriter(store, rid, prov) as w:
+        w.set_logits(h)
+        w.set_a_hat(a)
+        for eps in (0.25, 0.35):
+            x, y, s = tsvd_witness(a, eps)
+            lower = frobenius_lower(s, width, eps)
+            w.add_tolerance(eps, upper=(x * (1.5 if break_witness else 1.0), y, "tsvd"),
+                            lower=[{"kind": "frobenius", "lower": lower}] if lower > 1 else [],
+                            float64={"lower": lower, "upper": x.shape[1]})
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory):
+    from softrank.cli.replay import replay_store
+
+    root = tmp_path_factory.mktemp("report")
+    store = root / "store"
+    build_demo_store(store, 3, 24, seed=2)
+    for i, width in enumerate(WIDTHS * 2):
+        _decoder_block(store, f"block-{width}-{i}", width, seed=i)
+    _decoder_block(store, "block-broken", 16, seed=9, break_witness=True)
+    shutil.copytree(CORPUS / "malformed" / "records" / "bad-hash-mismatch", store / "records" / "bad-hash-mismatch")
+    write_index(store)
+    summary = replay_store(store, root / "replay")
+    assert summary.malformed == 1 and summary.upper_refuted == 2
+    return root / "replay"
+
+
+@pytest.fixture(scope="module")
+def page(replayed):
+    from softrank.cli.report import write_report
+
+    path = write_report(replayed, replayed.parent / "page" / "report.html", figures=replayed.parent / "figs")
+    return path.read_text(encoding="utf-8")
+
+
+def _data(page: str, name: str):
+    m = re.search(rf'<script type="application/json" id="data-{re.escape(name)}">(.*?)</script>', page, re.S)
+    assert m, name
+    return json.loads(m.group(1).replace("<\\/", "</"))
+
+
+def _rows(replayed):
+    return pq.read_table(replayed / "replay.parquet").to_pylist(), pq.read_table(replayed / "verdicts.parquet").to_pylist()
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_page_is_self_contained(page, replayed):
+    srcs = re.findall(r'\ssrc="([^"]*)"', page)
+    assert srcs and all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert not re.search(r"https?://|<link|@import|url\(", page)
+    for s in srcs:
+        w, h = _png_size(base64.b64decode(s.split(",", 1)[1]))
+        assert w > 100 and h > 100
+    names = sorted(p.stem for p in (replayed.parent / "figs").glob("*.png"))
+    assert names == sorted(["brackets-synthetic", "brackets-toydec", "distributions", "widths-toydec"])
+    assert len(srcs) == len(names)
+
+
+def test_bracket_figures_draw_the_replay_table(page, replayed):
+    rows, _ = _rows(replayed)
+    ok = [r for r in rows if r["status"] == "ok"]
+    for family in ("synthetic", "toydec"):
+        data = _data(page, f"fig-brackets-{family}")
+        for panel in data["panels"]:
+            mine = [r for r in ok if r["family"] == family and r["eps"] == panel["eps"]]
+            want = {(r["record_id"], r["validated_lower"],
+                     r["validated_upper"] if r["validated_upper"] is not None else min(r["m"], r["N"]))
+                    for r in mine}
+            got = {(o["record_id"], o["lower"], o["upper"]) for o in panel["operators"]}
+            assert got == want and len(panel["operators"]) == len(mine)
+            uppers = [o["upper"] for o in panel["operators"]]
+            assert uppers == sorted(uppers)
+            for o in panel["operators"]:
+                assert o["resolved"] == (o["lower"] >= 1 and o["upper"] <= 2 * o["lower"])
+                assert o["full_rank"] == next(min(r["m"], r["N"]) for r in mine if r["record_id"] == o["record_id"])
+    broken = [o for p in _data(page, "fig-brackets-toydec")["panels"] for o in p["operators"]
+              if o["record_id"] == "block-broken"]
+    assert broken and all(not o["witness_proved"] and o["upper"] == 16 for o in broken)
+
+
+def test_summary_table_is_the_replay_table(page, replayed):
+    rows, _ = _rows(replayed)
+    groups = defaultdict(list)
+    for r in rows:
+        if r["status"] == "ok":
+            groups[(r["family"], r["eps"])].append(r)
+    got = {(s["family"], s["eps"]): s for s in _data(page, "table-summary")}
+    assert set(got) == set(groups)
+    for key, sel in groups.items():
+        lo = [r["validated_lower"] for r in sel]
+        up = [r["validated_upper"] if r["validated_upper"] is not None else min(r["m"], r["N"]) for r in sel]
+        s = got[key]
+        assert s["operators"] == len(sel)
+        assert s["median_L"] == statistics.median(lo) and s["median_U"] == statistics.median(up)
+        assert s["median_U_over_L"] == pytest.approx(statistics.median(u / max(l, 1) for l, u in zip(lo, up)))
+        assert s["resolved_share"] == sum(l >= 1 and u <= 2 * l for l, u in zip(lo, up)) / len(sel)
+        assert s["closed_share"] == sum(l == u for l, u in zip(lo, up)) / len(sel)
+        shown = f"<td>{key[0]}</td><td>{key[1]}</td><td class=\"n\">{len(sel)}</td><td>{statistics.median(lo):g}</td>"
+        assert shown in page
+        assert f"<td>{100 * s['resolved_share']:.1f}%</td><td>{100 * s['closed_share']:.1f}%</td>" in page
+
+
+def test_transitions_are_the_verdict_table(page, replayed):
+    _, verdicts = _rows(replayed)
+    want = Counter((v["family"], v["eps"], v["float64_verdict"] or "none", v["validated_verdict"]) for v in verdicts)
+    got = {(t["family"], t["eps"], t["float64_verdict"], t["validated_verdict"]): t["count"]
+           for t in _data(page, "table-transitions")}
+    assert got == dict(want)
+
+
+def test_width_shares_are_the_verdict_table(page, replayed):
+    _, verdicts = _rows(replayed)
+    cells = _data(page, "fig-widths-toydec")
+    assert sorted({c["block_width"] for c in cells}) == list(WIDTHS)
+    for c in cells:
+        sel = [v for v in verdicts if v["family"] == "toydec" and v["eps"] == c["eps"] and v["k"] == c["k"]
+               and v["block_width"] == c["block_width"]]
+        assert c["operators"] == len(sel) > 0
+        for verdict in ("feasible", "impossible"):
+            assert c[f"{verdict}_share"] == sum(v["validated_verdict"] == verdict for v in sel) / len(sel)
+
+
+def test_distributions_and_problems_listed(page, replayed):
+    rows, _ = _rows(replayed)
+    chi = _data(page, "fig-distributions")["chi_upper"]
+    per_record = {r["record_id"]: (r["family"], r["chi_upper"]) for r in rows if r["status"] == "ok"}
+    assert sorted(v for vals in chi.values() for v in vals) == sorted(c for _, c in per_record.values())
+    malformed = _data(page, "table-malformed")
+    assert [m["record_id"] for m in malformed] == ["bad-hash-mismatch"]
+    assert malformed[0]["error"] == next(r["error"] for r in rows if r["status"] == "malformed")
+    assert "hash mismatch" in page
+    witnesses = _data(page, "table-witnesses")
+    assert {(w["record_id"], w["outcome"]) for w in witnesses} == {("block-broken", "refuted")}
+    assert all(w["reason"] for w in witnesses)
+
+
+def test_command_line(replayed, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "softrank", "report", str(replayed), "--out", str(tmp_path / "r.html")],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"report: {tmp_path / 'r.html'}" and (tmp_path / "r.html").stat().st_size > 10_000
+    proc = subprocess.run([sys.executable, "-m", "softrank", "report", str(tmp_path / "nowhere")],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+PROBE = """<script>window.addEventListener('load', () => {
+  const seen = [...document.images].map(i => { const b = i.getBoundingClientRect();
+    return [i.id, i.naturalWidth, i.naturalHeight, i.complete, Math.round(b.width), Math.round(b.height)]; });
+  document.body.setAttribute('data-probe', JSON.stringify(seen)); });</script>"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (apt-get install chromium)")
+def test_every_figure_is_visible_in_chromium(page, tmp_path):
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000"]
+    dom = subprocess.run([*flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=180).stdout
+    m = re.search(r"data-probe=\"([^\"]*)\"", dom)
+    assert m, dom[:500]
+    seen = json.loads(m.group(1).replace("&quot;", '"'))
+    assert len(seen) == len(re.findall(r"<img ", page)) == 4
+    for name, nat_w, nat_h, complete, w, h in seen:
+        assert complete and nat_w > 100 and nat_h > 100 and w > 100 and h > 50, name
+    shot = tmp_path / "shot.png"
+    subprocess.run([*flags, f"--screenshot={shot}", "--window-size=1400,3000", probe.as_uri()],
+                   capture_output=True, timeout=180)
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(shot).convert("L"))
+    assert pixels.shape == (3000, 1400) and (pixels < 200).mean() > 0.02  # figures and text drawn, not blank

@@ -214,3 +214,14 @@ def test_every_figure_is_visible_in_chromium(page, tmp_path):
 
     pixels = np.asarray(Image.open(shot).convert("L"))
     assert pixels.shape == (3000, 1400) and (pixels < 200).mean() > 0.02  # figures and text drawn, not blank
+
+
+def test_run_writes_the_report_by_default(tmp_path, capsys):
+    from softrank.cli import main
+
+    out = tmp_path / "out"
+    build_demo_store(out / "store", 2, 16, seed=4)
+    assert main(["run", "--out", str(out), "--reuse", "--jobs", "1", "--no-progress", "--eps", "0.25"]) == 0
+    assert f"report: {out / 'report.html'}" in capsys.readouterr().out
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "<h1>SoftRank report</h1>" in page and 'id="img-brackets-synthetic"' in page

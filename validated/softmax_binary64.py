@@ -11,8 +11,8 @@ they use are inflated to pay for it (Lemma M of the proof).
 
 ``softmax_binary64_enclosure`` returns a ``SoftmaxEnclosure`` whose Arb rows (``balls``) are built
 by the Arb enclosure only when a check asks for them, or ``None`` when a stated condition fails
-(logit radius, reduced argument or row-sum charge too large, a non-finite intermediate); the
-caller then uses the Arb enclosure.  The rules of proofs/binary64_error_bounds.md assume
+(a non-finite logit, a logit radius or a row-sum charge too large); the caller then uses the
+Arb enclosure.  The rules of proofs/binary64_error_bounds.md assume
 round-to-nearest and gradual underflow (``float_bounds.binary64_environment_ok``).
 """
 
@@ -36,7 +36,7 @@ K_MAX = 1010  # |k| for x in [TINY_CUT, 0]: |fl(x / ln2)| < 1009.9
 LOGIT_RAD_MAX = 2.0**-11  # accepted radius of the logits (qk form)
 RHO_MAX = Fraction(1, 2**10)  # >= logit radius + shift rounding, for every entry with x > TINY_CUT
 DELTA_MAX = 2.0**-8  # accepted relative charge on a row sum
-BLOCK = 8192  # entries per block of rows
+BLOCK = 32768  # entries per block of rows (the work arrays stay in cache)
 ABS_RAD = 2.0**-1000  # absolute part of every radius: underflow and the tiny entries
 INV_LN2 = 1.4426950408889634  # the binary64 number nearest 1/ln2: it chooses k
 COEFFS = tuple(float(Fraction(1, factorial(j))) for j in range(DEGREE + 1))  # c_j = fl(1/j!)
@@ -128,15 +128,15 @@ def _inflated(q: Fraction, ops: int) -> float:
 
 
 @lru_cache(maxsize=64)
-def qk_constants(d: int, scale: float, with_bias: bool) -> tuple[float, float, float, float]:
-    """a1, a2, a3, a0 of the logit radius r = a1 G + a2 |m| (+ a3 |h|) + a0 (step L), already
-    inflated for the roundings of its own evaluation (Lemma M with T products)."""
+def qk_constants(d: int, scale: float, with_bias: bool) -> tuple[float, float, float]:
+    """a1, a3, a0 of the logit radius r = a1 G (+ a3 |h|) + a0 (step L), already inflated for the
+    roundings of its own evaluation (Lemma M with T products)."""
     beta = abs(Fraction(scale))
     g_d = gamma(d)
-    terms = 3 if with_bias else 2
-    a0 = beta * g_d * d * ETA / (1 - g_d) + beta * d * ETA + ETA / 2
-    return (_inflated(beta * g_d / (1 - g_d), terms + 1), _inflated(U / (1 - U), terms + 1),
-            _inflated(U, terms + 1), _inflated(a0 + terms * ETA / 2, terms))
+    terms = 2 if with_bias else 1
+    a1 = beta * (g_d + U * (1 + g_d)) / (1 - g_d)
+    a0 = a1 * d * ETA + beta * d * ETA * (1 + U) + ETA / 2
+    return _inflated(a1, terms + 1), _inflated(U, terms + 1), _inflated(a0 + terms * ETA / 2, terms)
 
 
 def qk_logits(prod: np.ndarray, abs_prod: np.ndarray, d: int, scale: float,
@@ -144,19 +144,16 @@ def qk_logits(prod: np.ndarray, abs_prod: np.ndarray, d: int, scale: float,
     """(h, r): binary64 h and r with |H - h| <= r entrywise for rows of H = scale Q K^T (+ bias),
     from those rows of ``prod = fl(Q K^T)`` and ``abs_prod = fl(|Q| |K|^T)`` (step L); None when
     the radius exceeds LOGIT_RAD_MAX or is not finite (a non-finite h makes r non-finite)."""
-    a1, a2, a3, a0 = qk_constants(d, float(scale), bias is not None)
+    a1, a3, a0 = qk_constants(d, float(scale), bias is not None)
     h = prod * float(scale)
     r = abs_prod * a1
-    g = np.abs(h)
-    g *= a2
-    r += g
     if bias is not None:
         h += bias
-        np.abs(h, out=g)
+        g = np.abs(h)
         g *= a3
         r += g
     r += a0
-    if not float(np.max(r, initial=0.0)) <= LOGIT_RAD_MAX:
+    if not (float(np.max(r, initial=0.0)) <= LOGIT_RAD_MAX and np.all(np.isfinite(h))):
         return None
     return h, r
 

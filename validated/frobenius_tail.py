@@ -43,8 +43,7 @@ def check_frobenius_tail(enc: SoftmaxEnclosure, eps: Fraction, lower: int, *, st
                      reason=f"{what} fails: rank(A) <= min(m, N) = {min(m, n)} <= k, so the tail is 0")
     last = None
     if not strict:
-        delta = frobenius_upper(enc.a_rad)
-        bounds = None if delta is None else svd_bounds_binary64(enc.a_mid, delta)
+        bounds = _svd_bounds(enc, "binary64")
         if bounds is not None:
             lo, hi = tail_norm_enclosed(bounds, k)
             last = decide_tail(LEMMA_F, what, lo, hi, threshold_sq, bounds.route,
@@ -52,10 +51,22 @@ def check_frobenius_tail(enc: SoftmaxEnclosure, eps: Fraction, lower: int, *, st
             if last.outcome is not Outcome.UNRESOLVED:
                 return last
     # Strict route, or the referee when the binary64 bound is inconclusive.
-    balls = arb_mat(enc.balls)
-    bounds = svd_bounds_arb(balls, enc.a_mid)
+    bounds = _svd_bounds(enc, "arb")
     if bounds is None:
         return last or Check(Outcome.UNRESOLVED, LEMMA_F, route="arb", assumptions=base + ARB_ASSUMPTIONS,
                              reason="Lemma E bounds unavailable (float SVD not orthogonal enough)")
     lo, hi = tail_norm_enclosed(bounds, k)
     return decide_tail(LEMMA_F, what, lo, hi, threshold_sq, bounds.route, base + ARB_ASSUMPTIONS)
+
+
+def _svd_bounds(enc: SoftmaxEnclosure, route: str):
+    """Lemma E's singular-value bounds of the enclosed A by one route; they depend on the
+    enclosure alone, so they are computed once per enclosure and shared by every eps and claim."""
+    key = ("lemma-E", route)
+    if key not in enc.memo:
+        if route == "binary64":
+            delta = frobenius_upper(enc.a_rad)
+            enc.memo[key] = None if delta is None else svd_bounds_binary64(enc.a_mid, delta)
+        else:
+            enc.memo[key] = svd_bounds_arb(arb_mat(enc.balls), enc.a_mid)
+    return enc.memo[key]

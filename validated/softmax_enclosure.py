@@ -35,6 +35,7 @@ class SoftmaxEnclosure:
             raise ValueError("an enclosure needs its Arb rows or a way to build them")
         self.a_mid, self.a_rad, self.prec_bits = a_mid, a_rad, prec_bits
         self._balls, self._balls_source = balls, balls_source
+        self.memo: dict = {}  # results that depend on the enclosure alone, computed once per record
 
     @property
     def balls(self) -> list[list[arb]]:

@@ -36,13 +36,20 @@ def witness_error_upper_binary64(a_mid: np.ndarray, a_rad: np.ndarray | None, x:
 
     ``|A - XY^T| <= a_rad + |a_mid - fl(XY^T)| + |fl(XY^T) - XY^T|``, row-summed: Lemma B2 for
     the first two terms, Lemma B3 for the product error (proofs/binary64_error_bounds.md)."""
+    return _witness_bounds(x, y, [(a_mid, a_rad)])[0]
+
+
+def _witness_bounds(x: np.ndarray, y: np.ndarray, operators) -> list[Fraction | None]:
+    """The bound above for each ``(a_mid, a_rad)`` in ``operators``, with the product fl(X Y^T)
+    and its error bound computed once for all of them."""
     with np.errstate(over="ignore", invalid="ignore"):
         p = x @ y.T
-    first = max_rowsum_abs_diff_upper(a_mid, a_rad, p)
     second = matmul_error_rowsum_upper(x, y)
-    if first is None or second is None:
-        return None
-    return first + second
+    out = []
+    for a_mid, a_rad in operators:
+        first = max_rowsum_abs_diff_upper(a_mid, a_rad, p)
+        out.append(None if first is None or second is None else first + second)
+    return out
 
 
 def witness_error_ball(balls: list[list[arb]], x: np.ndarray, y: np.ndarray) -> arb:
@@ -77,11 +84,10 @@ def check_upper_witness(enc: SoftmaxEnclosure, x: np.ndarray, y: np.ndarray, eps
     """
     base = [operator_assumption] if operator_assumption else []
     if not strict:
-        direct = witness_error_upper_binary64(enc.a_mid, enc.a_rad, x, y)
-        via_chi = None
-        if chi is not None and a_hat is not None:
-            plain = witness_error_upper_binary64(a_hat, None, x, y)
-            via_chi = None if plain is None else plain + chi
+        with_chi = chi is not None and a_hat is not None
+        bounds = _witness_bounds(x, y, [(enc.a_mid, enc.a_rad)] + ([(a_hat, None)] if with_chi else []))
+        direct = bounds[0]
+        via_chi = None if not with_chi or bounds[1] is None else bounds[1] + chi
         candidates = [(v, r) for v, r in ((direct, "binary64-bound"), (via_chi, "binary64-bound+chi")) if v is not None]
         if candidates:
             bound, route = min(candidates, key=lambda t: t[0])

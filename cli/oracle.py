@@ -9,10 +9,16 @@ exit code 2.  Exit code 0 otherwise, whatever the verdict.
 from __future__ import annotations
 
 import json
+import math
 import re
 from fractions import Fraction
 
-from softrank.cli.common import load_json_text, parse_count, parse_eps_exact, read_text_file
+from softrank.cli.common import (
+    load_json_text,
+    parse_count,
+    parse_eps_exact,
+    read_text_file,
+)
 from softrank.validated.errors import InputError
 
 
@@ -34,6 +40,20 @@ def configure(parser) -> None:
     parser.add_argument("--lp", default="auto", choices=["auto", "highs", "simplex"],
                         help="LP route (every route's certificate is checked exactly)")
     parser.add_argument("--no-certificates", action="store_true", help="profile: omit certificates from the output")
+    parser.add_argument("--search-budget", default="0", metavar="SECONDS",
+                        help="seconds of branch and bound for a rank nothing else decides (per rank with "
+                             "--profile; default 0: off)")
+
+
+def parse_budget(text: str) -> float:
+    """``--search-budget``: a finite number of seconds >= 0."""
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value < 0:
+        raise InputError("arguments", "search-budget", f"must be a number of seconds >= 0, got {text!r}")
+    return value
 
 
 def _number(x, where, field):
@@ -68,11 +88,13 @@ def run(args) -> int:
     k = parse_count(args.rank, "rank", minimum=0) if args.rank is not None else None
     A = read_matrix(args.matrix)
     witness = read_matrix(args.witness) if args.witness else None
+    budget = parse_budget(args.search_budget)
     if witness is not None and (len(witness), len(witness[0])) != (len(A), len(A[0])):
         raise InputError(args.witness, "witness", f"shape {len(witness)} x {len(witness[0])} differs from the "
                                                   f"matrix's {len(A)} x {len(A[0])}")
     if k is not None:
-        v = decide(A, eps, k, args.klass, witness=witness, search=not args.no_search, method=args.lp)
+        v = decide(A, eps, k, args.klass, witness=witness, search=not args.no_search, method=args.lp,
+                   search_budget=budget)
         out = v.to_json()
         if args.json:
             print(json.dumps(out))
@@ -83,7 +105,7 @@ def run(args) -> int:
             if v.note:
                 print(f"  {v.note}")
         return 0
-    p = profile(A, eps, args.klass, search=not args.no_search, method=args.lp)
+    p = profile(A, eps, args.klass, search=not args.no_search, method=args.lp, search_budget=budget)
     out = p.to_json(certificates=not args.no_certificates)
     if args.json:
         print(json.dumps(out))

@@ -21,6 +21,8 @@ rank1-stochastic-dual  no stochastic B of rank <= 1              proofs/oracle_k
 radon-separation       no stochastic B of rank <= m - 1          proofs/oracle_radon_stochastic.md
 submatrix              what its embedded certificate proves      proofs/oracle_submatrix.md
                        for a sub-cell extracted from A
+branch-and-bound       no B of rank <= k (every factor box of     proofs/oracle_branch_bound.md
+                       every pivot column set refuted)
 =====================  ========================================  ===============================
 
 An impossibility for the unrestricted class is one for the stochastic class too (fewer
@@ -32,6 +34,7 @@ from __future__ import annotations
 import itertools
 from fractions import Fraction
 
+from softrank.oracle.branch_checks import check_branch
 from softrank.oracle.check_basics import (
     ZERO,
     as_matrix,
@@ -224,6 +227,7 @@ _IMPOSSIBLE = {
     "rank1-stochastic-dual": (_plain(check_rank1_stochastic), lambda m, N: 1, ("stochastic",)),
     "radon-separation": (_plain(check_radon), lambda m, N: m - 1, ("stochastic",)),
     "submatrix": (_submatrix, None, BOTH),
+    "branch-and-bound": (check_branch, lambda m, N: N - 1, BOTH),
 }
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from softrank.exact.rational import as_matrix, fmt, fmt_mat, parse_rational, rank_factor
+from softrank.oracle import branch, routes, submatrix
 from softrank.oracle import reductions as red
-from softrank.oracle import routes, submatrix
 from softrank.oracle import witness as wit
 from softrank.oracle.cell import CellCache, CertificateRejected
 from softrank.oracle.checks import check_witness, recheck
@@ -33,6 +33,7 @@ PROOF = {
     "k=1 stochastic": "proofs/oracle_k1_stochastic.md",
     "k=m-1 stochastic": "proofs/oracle_radon_stochastic.md",
     "submatrix": "proofs/oracle_submatrix.md",
+    "branch-and-bound": "proofs/oracle_branch_bound.md",
     "stochastic rows": "proofs/oracle_stochastic_rows.md",
     "witness": "proofs/oracle_witness.md",
     "none": "",
@@ -111,7 +112,7 @@ def _witness_arg(witness, A):
 
 
 def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method="auto", prune=True,
-           cache: CellCache | None = None, subcells=True) -> Verdict:
+           cache: CellCache | None = None, subcells=True, search_budget=None) -> Verdict:
     """Exact verdict for the cell (A, eps, k, klass), with a re-checked certificate.
 
     ``A``: list of rows of Fraction / int / "p/q" strings, or an ``fmpq_mat``.  ``eps`` > 0.
@@ -120,7 +121,8 @@ def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method
     ``method``: LP route, "auto" | "highs" | "simplex" (see ``softrank.exact.lp.solve``).
     ``prune``: depth-first pruning of sign patterns at k = 1 (unrestricted).
     ``subcells``: try the lower bounds of sub-cells (``softrank.oracle.submatrix``) before
-    answering outside-scope.
+    answering outside-scope.  ``search_budget``: seconds for the branch and bound over factor
+    boxes (``softrank.oracle.branch``), tried last; None or 0: not tried.
     """
     A, eps, k, klass = _cell(A, eps, k, klass)
     cell = cache if cache is not None and cache.A == A else CellCache(A, method, prune)
@@ -142,8 +144,18 @@ def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method
         cert = submatrix.lower_bound(A, eps, k, klass, cell)
         if cert is not None:
             return _finish(A, eps, k, klass, "impossible", cert, "submatrix")
+    if search:
+        found = wit.search_polished(A, eps, k, klass, cell.method)
+        if found is not None:
+            cert = red.witness_certificate(*found, construction="alternating exact fits (witness search)")
+            return _finish(A, eps, k, klass, "feasible", cert, "witness")
+    if search_budget:
+        out = branch.decide(A, eps, k, klass, cell, search_budget)
+        if out is not None:
+            return _finish(A, eps, k, klass, *out)
     return _finish(A, eps, k, klass, "outside-scope", None, "none",
-                   note="no exact reduction covers this (k, class), no sub-cell bound and no witness was found")
+                   note="no exact reduction covers this (k, class), no sub-cell bound and no witness was found"
+                        + (" (branch and bound ran out of budget)" if search_budget else ""))
 
 
 @dataclass
@@ -226,9 +238,10 @@ def thresholds(A, klass="unrestricted", method="auto", cache: CellCache | None =
     return vals, certs
 
 
-def profile(A, eps, klass="unrestricted", *, method="auto", prune=True, search=True, subcells=True) -> Profile:
+def profile(A, eps, klass="unrestricted", *, method="auto", prune=True, search=True, subcells=True,
+            search_budget=None) -> Profile:
     """The exact bracket on r_eps(A) in the class, with the decisions that prove it (every route
-    of ``decide``).
+    of ``decide``; ``search_budget`` seconds of branch and bound for each k nothing else decides).
 
     Decides k = 0, 1, 2, ... in turn and stops at the first feasible k; ``lower`` is one more than
     the largest k proved impossible below it.  Stochastic cells with a row farther than eps from
@@ -240,7 +253,8 @@ def profile(A, eps, klass="unrestricted", *, method="auto", prune=True, search=T
     top = cell.rank if klass == "unrestricted" else min(cell.m, cell.N)
     upper = None
     for k in range(top + 1):
-        d = decide(A, eps, k, klass, search=search, method=method, prune=prune, cache=cell, subcells=subcells)
+        d = decide(A, eps, k, klass, search=search, method=method, prune=prune, cache=cell, subcells=subcells,
+                   search_budget=search_budget)
         decisions.append(d)
         if d.verdict == "feasible":
             upper = k

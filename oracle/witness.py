@@ -15,6 +15,7 @@ from fractions import Fraction
 
 from softrank.exact import lp as xlp
 from softrank.exact.rational import from_binary64
+from softrank.oracle.polish import polish
 
 ZERO = Fraction(0)
 
@@ -62,17 +63,33 @@ def _svd_candidates(A, k, denominators=(1 << 10, 1 << 20)):
     return out
 
 
+def _subsets(A, k, count):
+    return [[list(A[i]) for i in rows]
+            for rows in itertools.islice(itertools.combinations(range(len(A)), min(k, len(A))), count)]
+
+
 def search(A, eps, k, klass="unrestricted", method="auto", max_subsets=20):
     """Try candidate row spaces; return (X, Y) with B = X Y^T a witness, or None."""
-    m, N = len(A), len(A[0])
     if k < 1:
         return None
-    cands = [[list(A[i]) for i in rows]
-             for rows in itertools.islice(itertools.combinations(range(m), min(k, m)), max_subsets)]
-    cands += _svd_candidates(A, min(k, N))
-    for V in cands:
+    for V in _subsets(A, k, max_subsets) + _svd_candidates(A, min(k, len(A[0]))):
         X = fit_row_space(A, V, eps, klass, method)
         if X is not None:
-            Y = [[V[t][j] for t in range(len(V))] for j in range(N)]
-            return X, Y
+            return X, _transpose(V, len(A[0]))
     return None
+
+
+def search_polished(A, eps, k, klass="unrestricted", method="auto", starts=2):
+    """Alternating fits (``softrank.oracle.polish``) from the first ``starts`` candidates (SVD
+    bases first, then subsets of rows); return (X, Y) with B = X Y^T, or None."""
+    if k < 1:
+        return None
+    for V in (_svd_candidates(A, min(k, len(A[0]))) + _subsets(A, k, starts))[:starts]:
+        found = polish(A, eps, klass, V, method)
+        if found is not None:
+            return found[0], _transpose(found[1], len(A[0]))
+    return None
+
+
+def _transpose(V, N):
+    return [[V[t][j] for t in range(len(V))] for j in range(N)]

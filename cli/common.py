@@ -332,3 +332,17 @@ def _dask_map(client, func, tasks: list) -> Iterator[tuple]:
         if nxt is not None:
             queue.add(nxt)
         yield i, result
+
+
+def check_device(name: str | None, field: str = "device") -> str | None:
+    """``cpu`` or ``cuda`` (``None``: the default); ``cuda`` only where torch has a CUDA device."""
+    if name is None:
+        return None
+    if name not in ("cpu", "cuda") and not name.startswith("cuda:"):
+        raise InputError("arguments", field, f"expected cpu or cuda, got {name!r}")
+    if name.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise InputError("arguments", field, "cuda requested but this torch has no CUDA device")
+    return name

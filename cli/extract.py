@@ -15,7 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from softrank.cli.common import parse_int_list, progress
+from softrank.cli.common import check_device, output_dir, parse_int_list, progress
 from softrank.fastpath.extract import DEFAULT_THREADS
 from softrank.validated.errors import InputError
 
@@ -92,12 +92,14 @@ def _texts(paths: list[str] | None):
 def run(args) -> int:
     from softrank.fastpath.extract import extract_to_store
 
+    check_device(args.device)
+    output_dir(args.out)
     texts = _texts(args.text_files)
     options = {"sources": args.sources, "seed": args.seed, "tokens": args.tokens,
                "widths": parse_int_list(args.widths, "widths", minimum=None),
                "layers": parse_int_list(args.layers, "layers", minimum=None),
                "heads": parse_int_list(args.heads, "heads", minimum=None), "max_operators": args.max_operators,
-               "texts": texts, "images": args.image_files, "device": args.device, "threads": args.threads}
+               "texts": texts, "images": args.image_files, "device": check_device(args.device), "threads": args.threads}
     start = time.perf_counter()
     with one_line_warnings("extract"), progress_report(not args.no_progress, f"extract {Path(args.model).name}") as report:
         options["progress"] = report

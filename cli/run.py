@@ -19,7 +19,7 @@ import statistics
 import time
 from pathlib import Path
 
-from softrank.cli.common import output_dir, parse_eps_list
+from softrank.cli.common import check_device, output_dir, parse_eps_list
 from softrank.cli.extract import progress_report
 from softrank.fastpath.files import write_csv, write_json
 from softrank.validated.errors import InputError
@@ -77,7 +77,7 @@ def _extract(args, store: Path, console, progress: bool) -> None:
         if n is not None:
             opts["max_operators"] = n
         if args.device:
-            opts["device"] = args.device
+            opts["device"] = check_device(args.device)
         with progress_report(progress, f"extract {name}") as report:
             ids = extract_to_store(name, store, progress=report, **opts)
         console.print(f"[bold]extract[/]: {len(ids)} operators from {name}")

@@ -50,6 +50,9 @@ CASES = [
     ("oracle ok.json --eps 1/4 --rank 1 --witness bad.json", "UTF-8"),
     ("oracle ok.json --eps 1/4 --rank 1 --witness wide.json", "witness"),
     ("oracle ok.json --eps 1 --rank 1", "eps"),
+    ("extract --model minilm --out afile", "afile"),
+    ("extract --model minilm --device tpu --out e1", "device"),
+    ("run --device tpu --out r1", "device"),
 ]
 
 
@@ -64,3 +67,14 @@ def test_one_line_exit_2(work, command, needle):
     assert (work / "afile").read_text() == "keep me"
     for name, mtime in before.items():  # nothing already there was rewritten
         assert (work / name).stat().st_mtime_ns == mtime, (command, name)
+
+
+def test_cuda_on_a_torch_without_cuda_is_one_line(work):
+    import torch
+
+    proc = subprocess.run([sys.executable, "-m", "softrank", "extract", "--model", "minilm", "--device", "cuda",
+                           "--out", "e3"], cwd=work, capture_output=True, text=True, timeout=300)
+    if torch.cuda.is_available():  # on a machine with a GPU the request is valid: it must extract
+        assert proc.returncode == 0, proc.stderr
+    else:
+        assert proc.returncode == 2 and "no CUDA device" in proc.stderr and "Traceback" not in proc.stderr

@@ -71,3 +71,28 @@ def test_certificate_rows_must_be_int64_exactly():
         cert = LowerCertificate(kind="decoder", lower=2, data={"rows": rows, "W": np.linalg.pinv(a[[0, 1]])})
         chk = check_lower_certificate(_claim(cert=cert))
         assert chk.outcome is Outcome.UNRESOLVED and "int64" in chk.reason, dtype
+
+
+def test_certificate_w_must_be_float64_with_the_claimed_columns():
+    from helpers import block_decoder, block_logits
+
+    h, rl, cl = block_logits([3, 3, 2], 9.0)
+    enc = softmax_enclosure_of(h)
+    rows, w = block_decoder(rl, cl, 3)
+    base = dict(enclosure=enc, chi=None, eps=Fraction(1, 4), strict=False, shape=h.shape)
+
+    def check(kind, lower, rows_, w_):
+        return check_lower_certificate(Claim(**base, cert=LowerCertificate(kind=kind, lower=lower,
+                                                                            data={"rows": rows_, "W": w_})))
+
+    assert check("decoder", 3, rows, w).proved
+    shifted = rows[1:]  # rows 3 and 6: no row 0
+    assert shifted.min() > 0 and check("decoder", 2, shifted, w[:, 1:]).proved
+    assert check("decoder", 1, rows[:1], w[:, :1]).proved  # one row, one column
+    for bad in (w.astype(np.float32), w.astype(np.int64), w.astype(np.float16)):
+        chk = check("decoder", 3, rows, bad)
+        assert chk.outcome is Outcome.UNRESOLVED and "float64" in chk.reason
+    wide = np.hstack([w, w[:, :1]])
+    assert "shape" in check("decoder", 3, rows, wide).reason  # more columns than the claimed rank
+    assert "shape" in check("projected", 2, rows, np.zeros((h.shape[1], 0))).reason  # no column
+    assert "malformed" not in check("projected", 1, rows, w).reason  # any q >= 1 columns is well-formed

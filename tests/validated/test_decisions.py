@@ -1,0 +1,84 @@
+"""The certain comparisons every acceptance ends in, at their boundaries: the tail decision of
+Lemmas F and P, the ball comparisons, outward rounding at overflow, and the choice between the
+direct and the chi route of Lemma U.  (Written to kill the mutants that survived mutation
+testing of these modules; see docs/hardening.md.)"""
+
+from __future__ import annotations
+
+import math
+import sys
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+from flint import arb
+
+from helpers import rowsoftmax_float, softmax_enclosure_of
+from softrank.validated.balls import certainly_gt, certainly_le, float_at_least, float_at_most
+from softrank.validated.outcome import Outcome
+from softrank.validated.tail_decision import decide_tail
+from softrank.validated.upper_witness import check_upper_witness
+
+
+@pytest.mark.parametrize("lo, hi, thr, thr_lo, want", [
+    (F(3), F(4), F(8), None, Outcome.PROVED),  # 9 > 8
+    (F(3), F(4), F(9), None, Outcome.UNRESOLVED),  # 9 > 9 fails: strict
+    (F(1, 2), F(2), F(1, 5), None, Outcome.PROVED),  # 1/4 > 1/5
+    (F(0), F(1, 10), F(0), None, Outcome.UNRESOLVED),  # lo must be > 0 and hi^2 <= thr fails
+    (F(1), F(2), F(4), None, Outcome.REFUTED),  # hi^2 = 4 <= 4
+    (F(1), F(2), F(5), F(4), Outcome.REFUTED),  # against the lower threshold
+    (F(1), F(2), F(5), F(3), Outcome.UNRESOLVED),
+    (F(2), F(3), F(5), None, Outcome.UNRESOLVED),  # 4 <= 5 < 9
+])
+def test_tail_decision_at_its_boundaries(lo, hi, thr, thr_lo, want):
+    chk = decide_tail("lemma", "what", lo, hi, thr, "route", ["a"], thr_lo=thr_lo)
+    assert chk.outcome is want
+    assert F(chk.value) <= lo * lo  # the printed value is lo^2 rounded down
+    if want is not Outcome.PROVED and thr > 0:
+        assert f"relative margin {float((lo * lo - thr) / thr):+.3e}" in chk.reason
+
+
+def test_ball_comparisons_are_certain_at_equality():
+    half = arb(0.5)  # an exact ball
+    assert certainly_le(half, F(1, 2)) and not certainly_gt(half, F(1, 2))
+    assert certainly_gt(half, F(1, 3)) and not certainly_le(half, F(1, 3))
+    assert not certainly_le(arb(0.5, 0.1), F(1, 2)) and not certainly_gt(arb(0.5, 0.1), F(1, 2))
+
+
+def test_outward_rounding_at_overflow():
+    big = F(10**400)
+    assert float_at_least(big) == math.inf and float_at_most(-big) == -math.inf
+    assert float_at_least(-big) == -sys.float_info.max >= -big  # still >= q, and the closest such
+    assert float_at_most(big) == sys.float_info.max <= big
+
+
+def _case(seed=0, n=12):
+    rng = np.random.default_rng(seed)
+    h = rng.normal(size=(n, n)) * 2
+    a = rowsoftmax_float(h)
+    u, s, vt = np.linalg.svd(a)
+    return h, a, u[:, :4] * s[:4], vt[:4].T
+
+
+def test_the_tighter_binary64_route_is_the_one_used():
+    h, a, x, y = _case()
+    enc = softmax_enclosure_of(h)
+    direct = check_upper_witness(enc, x, y, F(10))
+    assert direct.proved and direct.route == "binary64-bound"
+    # a chi route with chi = 0 and A_hat = a_mid is tighter (no a_rad): it must be chosen
+    via = check_upper_witness(enc, x, y, F(10), chi=F(0), a_hat=enc.a_mid)
+    assert via.proved and via.route == "binary64-bound+chi" and F(via.value) <= F(direct.value)
+    # a huge chi makes the direct route the tighter one again
+    big = check_upper_witness(enc, x, y, F(10), chi=F(5), a_hat=enc.a_mid)
+    assert big.route == "binary64-bound" and big.value == direct.value
+    # the assumptions name the operator only when one is given
+    assert "" not in direct.assumptions
+    assert "op" in check_upper_witness(enc, x, y, F(10), operator_assumption="op").assumptions
+
+
+def test_an_overflowing_witness_is_never_proved_by_a_bound():
+    h, a, x, y = _case(1)
+    enc = softmax_enclosure_of(h)
+    huge = x * 1e300  # products overflow: no binary64 bound exists
+    chk = check_upper_witness(enc, huge, y, F(1, 2))
+    assert chk.outcome is not Outcome.PROVED and chk.route == "arb"

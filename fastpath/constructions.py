@@ -35,6 +35,15 @@ def build_tsvd(op: OperatorCache, k: int, target: float = 0.0):
     return U[:, :k] * s[:k], Vt[:k].T.copy()
 
 
+def top_right_vectors(B: np.ndarray, k: int) -> np.ndarray:
+    """The top k right singular vectors of B (N x k), from the symmetric eigenproblem of B^T B
+    (half the cost of an SVD; only the span is used)."""
+    if k == 0:
+        return np.zeros((B.shape[1], 0))
+    _, V = np.linalg.eigh(B.T @ B)
+    return V[:, ::-1][:, :k].copy()
+
+
 def rw_basis(op: OperatorCache, k: int, iters: int = 8) -> tuple[np.ndarray, float]:
     """Best orthonormal basis (N x k) over a few rounds of row reweighting, and its error; the
     basis is kept in ``op.rw_bases[k]`` (the start of alternating l1 at rank k)."""
@@ -42,8 +51,7 @@ def rw_basis(op: OperatorCache, k: int, iters: int = 8) -> tuple[np.ndarray, flo
     w = np.ones(op.m)
     best_err, best_Y = math.inf, None
     for _ in range(iters):
-        _, _, Vt = np.linalg.svd(w[:, None] * A, full_matrices=False)
-        Y = Vt[:k].T
+        Y = top_right_vectors(w[:, None] * A, k)
         err = row_l1(A, A @ Y, Y)
         if err.max() < best_err:
             best_err, best_Y = float(err.max()), Y.copy()

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog, minimize
 from scipy.special import logsumexp, softmax
 
+from softrank.fastpath import decoder_greedy as greedy
 from softrank.fastpath.float64 import decoder_value
 from softrank.fastpath.lower import MARGIN, Certificate
 from softrank.fastpath.operator_cache import OperatorCache
@@ -164,21 +165,9 @@ def _first_fit(op: OperatorCache, starts, orders, eps: float, p_hi: int):
     (the greedy is path dependent); the largest set found as (rows, W, value)."""
     best = None
     for rows, W in starts:
-        val = decoder_value(op.A, rows, W, eps)
-        member = set(rows.tolist())
-        for order in orders:
-            for i in order:
-                if len(rows) >= p_hi:
-                    break
-                if int(i) in member:
-                    continue
-                cand = np.append(rows, int(i))
-                v, Wc = _quick_decoder(op, cand, eps)
-                if _ok(v):
-                    rows, W, val = cand, Wc, v
-                    member.add(int(i))
-        if best is None or len(rows) > len(best[0]):
-            best = (rows, W, val)
+        found = greedy.first_fit(op.A, op.peaks, rows, W, orders, eps, p_hi)
+        if best is None or len(found[0]) > len(best[0]):
+            best = found
     return best
 
 

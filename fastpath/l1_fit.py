@@ -4,6 +4,7 @@ l1 and representative-rows constructions (``fastpath/constructions.py``)."""
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
@@ -11,11 +12,66 @@ from softrank.fastpath.float64 import row_l1
 from softrank.fastpath.operator_cache import OperatorCache
 
 
-def l1_regression(a: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, float]:
-    """``min_x ||a - Y x||_1`` by a HiGHS LP; returns (x, float64 residual l1)."""
+def _edge_step(a: np.ndarray, Y: np.ndarray, Z: np.ndarray, x: np.ndarray, l: int, u_l: float):
+    """One simplex step of l1 regression: release row ``Z[l]`` from the interpolated rows (the
+    direction along which the objective falls at rate |u_l| - 1), move to the breakpoint where the
+    slope turns non-negative and interpolate the row met there instead.  Returns (Z, x)."""
+    e = np.zeros(len(Z))
+    e[l] = -np.sign(u_l)
+    d = np.linalg.solve(Y[Z], e)
+    c = Y @ d
+    r = a - Y @ x
+    out = np.ones(len(a), dtype=bool)
+    out[Z] = False
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(out & (np.abs(c) > 1e-300), r / c, -1.0)
+    cand = np.nonzero(t >= 0.0)[0]
+    order = cand[np.argsort(t[cand], kind="stable")]
+    slope = 1.0 - abs(u_l)
+    for j in order:
+        slope += 2.0 * abs(c[j])
+        if slope >= 0.0:
+            Z = Z.copy()
+            Z[l] = j
+            return Z, x + t[j] * d
+    raise np.linalg.LinAlgError("unbounded l1 step")
+
+
+def l1_vertex(a: np.ndarray, Y: np.ndarray, x0: np.ndarray, max_steps: int = 64) -> tuple[np.ndarray, float] | None:
+    """``min_x ||a - Y x||_1`` from an approximate minimiser ``x0``: interpolate ``a`` exactly on
+    the k rows where ``a - Y x0`` is smallest, then simplex steps (``_edge_step``) until the vertex
+    is optimal: a dual vector u with ``|u| <= 1``, ``u = sign(r)`` off the interpolated rows and
+    ``Y^T u = 0``.  Returns (x, residual l1), or None (singular, degenerate or too many steps)."""
+    k = Y.shape[1]
+    Z = np.argsort(np.abs(a - Y @ x0), kind="stable")[:k]
+    try:
+        x = np.linalg.solve(Y[Z], a[Z])
+        for _ in range(max_steps):
+            r = a - Y @ x
+            off = np.ones(len(a), dtype=bool)
+            off[Z] = False
+            u = np.linalg.solve(Y[Z].T, -Y[off].T @ np.sign(r[off]))
+            if not np.all(np.isfinite(u)) or not np.all(np.isfinite(x)):
+                return None
+            l = int(np.argmax(np.abs(u)))
+            if abs(u[l]) <= 1.0 + 1e-9:
+                return x, float(np.abs(a - Y @ x).sum())
+            Z, x = _edge_step(a, Y, Z, x, l, u[l])
+    except np.linalg.LinAlgError:
+        return None
+    return None
+
+
+def l1_regression(a: np.ndarray, Y: np.ndarray, x0: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """``min_x ||a - Y x||_1``: the optimal vertex near ``x0`` when it is proved optimal
+    (``l1_vertex``), else a HiGHS LP; returns (x, float64 residual l1)."""
     n, k = Y.shape
     if k == 0:
         return np.zeros(0), float(np.abs(a).sum())
+    if x0 is not None:
+        hit = l1_vertex(a, Y, x0)
+        if hit is not None:
+            return hit
     cost = np.concatenate([np.zeros(k), np.ones(2 * n)])
     eye = sp.identity(n, format="csr")
     a_eq = sp.hstack([sp.csr_matrix(Y), eye, -eye], format="csr")
@@ -26,6 +82,18 @@ def l1_regression(a: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, float]:
     else:
         x = res.x[:k]
     return x, float(np.abs(a - Y @ x).sum())
+
+
+def least_squares_rows(A: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """X minimising ``||A - X Y^T||_F`` row by row, by a QR factorization of Y (an SVD-based
+    least-squares solve when Y is numerically rank deficient)."""
+    if Y.shape[1] == 0:
+        return np.zeros((A.shape[0], 0))
+    Q, R = np.linalg.qr(Y)
+    d = np.abs(np.diag(R))
+    if d.min() <= 1e-10 * d.max():
+        return np.linalg.lstsq(Y, A.T, rcond=None)[0].T
+    return scipy.linalg.solve_triangular(R, (A @ Q).T, lower=False).T
 
 
 def irls_rows(A: np.ndarray, Y: np.ndarray, X0: np.ndarray, iters: int = 20) -> np.ndarray:
@@ -58,7 +126,7 @@ def fit_rows_l1(op: OperatorCache, Y: np.ndarray, target: float, X0: np.ndarray 
     rows still above it (worst first).  With ``stop_early``, stops at the first row whose optimal
     l1 error exceeds ``target`` (no X works for this Y).  Returns (X, float64 row errors)."""
     A = op.A
-    X = np.linalg.lstsq(Y, A.T, rcond=None)[0].T if X0 is None else X0.copy()
+    X = least_squares_rows(A, Y) if X0 is None else X0.copy()
     err = row_l1(A, X, Y)
     bad = np.nonzero(err > target)[0]
     if bad.size:
@@ -71,7 +139,7 @@ def fit_rows_l1(op: OperatorCache, Y: np.ndarray, target: float, X0: np.ndarray 
     for i in order[:lp_rows]:
         if err[i] <= target:
             break
-        x, e = l1_regression(A[i], Y)
+        x, e = l1_regression(A[i], Y, X[i])
         op.lp_solves += 1
         if e < err[i]:
             X[i], err[i] = x, e

@@ -18,6 +18,7 @@ class OperatorCache:
         self._svd = None
         self._cpqr = None
         self._rpqr = None
+        self._peaks = None
         self.rw_bases: dict[int, np.ndarray] = {}  # rank -> best row-reweighted basis (N x k)
         self.rep_order: np.ndarray | None = None  # greedy order of representative rows
         self.lp_solves = 0
@@ -29,6 +30,13 @@ class OperatorCache:
             U, s, Vt = np.linalg.svd(self.A, full_matrices=False)
             self._svd = (U, s, Vt)
         return self._svd
+
+    @property
+    def peaks(self) -> np.ndarray:
+        """Column of each row's largest entry."""
+        if self._peaks is None:
+            self._peaks = self.A.argmax(axis=1)
+        return self._peaks
 
     @property
     def cpqr(self):

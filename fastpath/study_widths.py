@@ -23,6 +23,7 @@ from collections import defaultdict
 from fractions import Fraction
 from pathlib import Path
 
+from softrank.replay.engine import validated_verdict as verdict
 from softrank.validated.errors import InputError
 
 STUDY_EPS = 0.25
@@ -36,13 +37,6 @@ UNRESOLVED = "trend unresolved"
 VERDICTS = ("feasible", "impossible", "unresolved")
 
 
-def verdict(k: int, lower: int | None, upper: int | None) -> str:
-    """feasible if U <= k, impossible if L > k, else unresolved (``None`` ends prove nothing)."""
-    if upper is not None and upper <= k:
-        return "feasible"
-    if lower is not None and lower > k:
-        return "impossible"
-    return "unresolved"
 
 
 def aggregate(rows: list[dict], budgets) -> list[dict]:

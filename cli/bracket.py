@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from softrank.cli.common import parse_eps_list
+from softrank.cli.common import output_dir, parse_eps_list
 from softrank.cli.common import progress as progress_bar
 from softrank.validated.errors import InputError
 
@@ -44,6 +44,8 @@ def run(args) -> int:
     if args.jobs < 1:
         raise InputError("arguments", "jobs", f"must be a positive integer, got {args.jobs}")
     eps_list = parse_eps_list(args.eps)
+    if args.out:  # checked before any work: a file there, or no way to create it, is an error now
+        output_dir(args.out)
     t0 = time.perf_counter()
     rows = run_bracket(args.store, args.out, eps_list, jobs=args.jobs, mode=args.mode,
                        progress=not args.no_progress)

@@ -50,6 +50,7 @@ CASES = [
     ("oracle ok.json --eps 1/4 --rank 1 --witness bad.json", "UTF-8"),
     ("oracle ok.json --eps 1/4 --rank 1 --witness wide.json", "witness"),
     ("oracle ok.json --eps 1 --rank 1", "eps"),
+    ("bracket store --out afile", "afile"),
     ("extract --model minilm --out afile", "afile"),
     ("extract --model minilm --device tpu --out e1", "device"),
     ("run --device tpu --out r1", "device"),

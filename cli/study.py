@@ -1,5 +1,8 @@
 """``softrank study widths``: fixed rank budgets across common-prefix block widths (the front end
-of ``softrank.fastpath.study_widths.run_study``; docs/study-widths.md)."""
+of ``softrank.fastpath.study_widths.run_study``; docs/study-widths.md).
+
+``softrank study kappa``: does the theorem's own size track the validated rank bracket? (the front
+end of ``softrank.fastpath.theorem.kappa_study.run_kappa_study``; docs/kappa-study.md)."""
 
 from __future__ import annotations
 
@@ -33,6 +36,31 @@ def configure(parser) -> None:
     p.add_argument("--reuse", action="store_true", help="reuse DIR/store's bracketed records (replay and tables only)")
     p.add_argument("--json", action="store_true", help="print the result as JSON: {\"cells\": [...], ...}")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _configure_kappa(sub)
+
+
+def _configure_kappa(sub) -> None:
+    p = sub.add_parser("kappa", help="kappa(T_r), tau(T_r), the theorem's form, kappa_bal and Gamma against the "
+                                     "validated rank bracket, per family and eps",
+                       description="For every operator of a replayed store: tau(T_r) validated, kappa(T_r) and "
+                                   "kappa(C) bracketed (validated dual and primal bounds), kappa_bal and native "
+                                   "Gamma; then Spearman correlations with source-bootstrap intervals against "
+                                   "the validated rank bracket.")
+    p.add_argument("store", metavar="STORE")
+    p.add_argument("--replay", required=True, metavar="REPLAY_DIR", help="folder with the store's replay.parquet")
+    p.add_argument("--ranks", default="2,4,8,16", help="fixed ranks r of T_r (default 2,4,8,16)")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder (operators/, rows.csv, "
+                                                               "correlations.csv/.md, study.json, kappa-study.png)")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--resume", action="store_true", help="reuse DIR/operators/*.json of an earlier run")
+    p.add_argument("--max-minutes", type=float, default=None, dest="max_minutes",
+                   help="start no operator after this many minutes (the tables cover what finished)")
+    p.add_argument("--records", default=None, help="comma-separated record ids (default all)")
+    p.add_argument("--limit", type=int, default=None, help="at most this many operators (interleaved by family "
+                                                          "and source)")
+    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples of sources (default 2000)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _arguments(args) -> dict:
@@ -67,6 +95,8 @@ class _StageBars:
 
 
 def run(args) -> int:
+    if args.study == "kappa":
+        return _run_kappa(args)
     from softrank.fastpath.study_widths import run_study
 
     opts = _arguments(args)
@@ -115,3 +145,38 @@ def _cell(cell: dict | None) -> str:
         return "-"
     return (f"{100 * cell['feasible']:.1f}% / {100 * cell['impossible']:.1f}% / {100 * cell['unresolved']:.1f}% "
             f"({100 * cell['float64_feasible']:.1f}%)")
+
+
+def _run_kappa(args) -> int:
+    from pathlib import Path
+
+    from softrank.cli.common import output_dir
+    from softrank.fastpath.theorem.kappa_study import run_kappa_study
+
+    ranks = parse_int_list(args.ranks, "ranks", minimum=1)
+    for value, field in ((args.jobs, "jobs"), (args.limit, "limit"), (args.bootstrap, "bootstrap")):
+        check_count(value, field)
+    if args.max_minutes is not None and not args.max_minutes > 0:
+        raise InputError("arguments", "max-minutes", "must be > 0")
+    if not Path(args.store).is_dir():
+        raise InputError(str(args.store), "store", "not a folder")
+    out = output_dir(args.out)
+    bars = _StageBars()
+    try:
+        result = run_kappa_study(args.store, args.replay, out, ranks=ranks, jobs=args.jobs, resume=args.resume,
+                                 max_minutes=args.max_minutes, records=args.records, limit=args.limit,
+                                 n_boot=args.bootstrap, progress=None if args.no_progress or args.json
+                                 else (lambda done, total: bars("kappa study", done, total)))
+    finally:
+        bars.close()
+    s = result["summary"]
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print((out / "correlations.md").read_text(), end="")
+        for k in ("operators_selected", "operators_done", "families", "rows", "rows_resolved", "kappa_brackets",
+                  "kappa_lower_validated", "tau_checks", "tau_proved", "kappa_T_median_rel_gap", "kappa_C",
+                  "seconds_total"):
+            print(f"{k:>24}: {s[k]}")
+    bad = s["operators_failed"] or s["kappa_lower_validated"] < s["kappa_brackets"] or s["tau_proved"] < s["tau_checks"]
+    return 1 if bad or s["operators_done"] == 0 else 0

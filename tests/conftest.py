@@ -12,3 +12,15 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def _no_hypothesis_database():
+    """Hypothesis keeps an example database in ./.hypothesis by default: no test writes into the
+    checkout, so the suite runs without one (every property test is derandomized or seeded)."""
+    from hypothesis import settings
+
+    settings.register_profile("softrank", database=None)
+    settings.load_profile("softrank")
+
+
+_no_hypothesis_database()

@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 
 from softrank.fastpath.float64 import row_l1
-from softrank.fastpath.l1_fit import fit_rows_l1
+from softrank.fastpath.l1_fit import fit_rows_l1, weighted_grams
 from softrank.fastpath.operator_cache import OperatorCache
 
 
@@ -50,8 +50,8 @@ def rw_basis(op: OperatorCache, k: int, iters: int = 8) -> tuple[np.ndarray, flo
     A = op.A
     w = np.ones(op.m)
     best_err, best_Y = math.inf, None
-    for _ in range(iters):
-        Y = top_right_vectors(w[:, None] * A, k)
+    for it in range(iters):
+        Y = op.svd[2][:k].T if it == 0 else top_right_vectors(w[:, None] * A, k)
         err = row_l1(A, A @ Y, Y)
         if err.max() < best_err:
             best_err, best_Y = float(err.max()), Y.copy()
@@ -77,9 +77,9 @@ def _weighted_y_step(A: np.ndarray, X: np.ndarray, Y: np.ndarray, err: np.ndarra
     R = A - X @ Y.T
     wr = (err / max(float(err.mean()), 1e-300)) ** 2
     Wt = wr[:, None] / np.maximum(np.abs(R), 1e-6)  # m x N
-    G = np.matmul(X.T[None, :, :] * Wt.T[:, None, :], X)  # G_j = X^T diag(w_:j) X
+    G = weighted_grams(Wt.T, X)  # G_j = X^T diag(w_:j) X
     rhs = (Wt * A).T @ X
-    G += 1e-12 * np.trace(G, axis1=1, axis2=2)[:, None, None] * np.eye(k)[None] + 1e-300
+    G += 1e-12 * np.einsum("ijj->i", G)[:, None, None] * np.eye(k)[None] + 1e-300
     return np.linalg.solve(G, rhs[..., None])[..., 0]
 
 

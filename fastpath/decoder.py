@@ -15,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog, minimize
-from scipy.special import logsumexp, softmax
 
 from softrank.fastpath import decoder_greedy as greedy
 from softrank.fastpath.float64 import decoder_value
@@ -206,22 +205,48 @@ def decoder_certificate(op: OperatorCache, eps: float, p_hi: int, start: Certifi
     orders = row_orders(op)
     rows, W, val = _first_fit(op, starts, orders, eps, p_hi)
 
+    from_oracle: set[frozenset] = set()
+
     def check(cand):
         v, Wc = _quick_decoder(op, cand, eps)
         if _ok(v) or len(cand) > lp_max_p:
             return v, Wc
-        v2, W2 = decoder_lp(op, cand, eps)
-        return (v2, W2) if v2 < v else (v, Wc)
+        got = op.oracle.decide(cand, eps)
+        if got is None:
+            got = decoder_lp(op, cand, eps)
+        elif _ok(got[0]):
+            from_oracle.add(frozenset(cand.tolist()))
+        return got if got[0] < v else (v, Wc)
 
     rows, W, val = _prefix_search(orders[0], rows, W, val, check, p_hi)
     rows, W, val = _grow(orders, rows, W, val, lambda cand, _W: check(cand), min(p_hi, lp_max_p),
                          lp_tries, lp_patience)
-    return Certificate("decoder", len(rows), rows=rows, W=W, margin=1.0 - val)
+    return Certificate("decoder", len(rows), rows=rows, W=W, margin=1.0 - val,
+                       lp_pending=frozenset(rows.tolist()) in from_oracle)
+
+
+def with_lp_decoder(op: OperatorCache, cert: Certificate, eps: float) -> Certificate:
+    """The certificate with W from the decoder LP at ``eps`` when its W came from the set oracle
+    (a valid but not optimal W), so that growth starts from the LP's W."""
+    if not cert.lp_pending:
+        return cert
+    v, W = decoder_lp(op, cert.rows, eps)
+    if not _ok(v) or v >= 1.0 - cert.margin:
+        return cert
+    return Certificate("decoder", cert.lower, rows=cert.rows, W=W, margin=1.0 - v)
 
 
 # ----------------------------------------------------------------------------------------------
 # decoder growth beyond the LP's reach: smoothed value, nonlinear conjugate gradients
 # ----------------------------------------------------------------------------------------------
+
+
+def _lse_softmax(x: np.ndarray) -> tuple[float, np.ndarray]:
+    """log(sum(exp(x))) and softmax(x), max-shifted."""
+    top = float(x.max())
+    e = np.exp(x - top)
+    total = float(e.sum())
+    return top + float(np.log(total)), e / total
 
 
 def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_STAGES,
@@ -242,8 +267,10 @@ def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_ST
             sW = np.sqrt(Wm * Wm + delta * delta)
             r = sR.sum(axis=1) - p * delta
             b = sW.sum(axis=1) - p * delta
-            f = mu * logsumexp(r / mu) + eps * mu * logsumexp(b / mu)
-            g = M.T @ (softmax(r / mu)[:, None] * (R / sR)) + eps * softmax(b / mu)[:, None] * (Wm / sW)
+            lr, pr = _lse_softmax(r / mu)
+            lb, pb = _lse_softmax(b / mu)
+            f = mu * lr + eps * mu * lb
+            g = M.T @ (pr[:, None] * (R / sR)) + eps * pb[:, None] * (Wm / sW)
             return f, g.ravel()
         res = minimize(value_and_grad, W.ravel(), jac=True, method="CG", options={"maxiter": iters})
         if np.all(np.isfinite(res.x)):

@@ -93,7 +93,14 @@ def least_squares_rows(A: np.ndarray, Y: np.ndarray) -> np.ndarray:
     d = np.abs(np.diag(R))
     if d.min() <= 1e-10 * d.max():
         return np.linalg.lstsq(Y, A.T, rcond=None)[0].T
-    return scipy.linalg.solve_triangular(R, (A @ Q).T, lower=False).T
+    return (A @ Q) @ scipy.linalg.solve_triangular(R, np.eye(R.shape[0]), lower=False).T
+
+
+def weighted_grams(Wt: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """``G_i = Y^T diag(Wt_i) Y`` for every row i of Wt (m x N), as one matrix product with the
+    products of pairs of columns of Y."""
+    n, k = Y.shape
+    return (Wt @ (Y[:, :, None] * Y[:, None, :]).reshape(n, k * k)).reshape(Wt.shape[0], k, k)
 
 
 def irls_rows(A: np.ndarray, Y: np.ndarray, X0: np.ndarray, iters: int = 20) -> np.ndarray:
@@ -108,9 +115,9 @@ def irls_rows(A: np.ndarray, Y: np.ndarray, X0: np.ndarray, iters: int = 20) -> 
     for _ in range(iters):
         R = A - X @ Y.T
         Wt = 1.0 / np.maximum(np.abs(R), delta)  # m x N
-        G = np.matmul(Y.T[None, :, :] * Wt[:, None, :], Y)  # G_i = Y^T diag(w_i) Y
+        G = weighted_grams(Wt, Y)  # G_i = Y^T diag(w_i) Y
         rhs = (Wt * A) @ Y
-        G += ridge * np.trace(G, axis1=1, axis2=2)[:, None, None] + 1e-300
+        G += ridge * np.einsum("ijj->i", G)[:, None, None] + 1e-300
         try:
             X = np.linalg.solve(G, rhs[..., None])[..., 0]
         except np.linalg.LinAlgError:

@@ -33,6 +33,7 @@ class Certificate:
     rows: np.ndarray | None = None
     W: np.ndarray | None = None
     margin: float = 0.0  # float64 slack of the inequality (diagnostic only)
+    lp_pending: bool = False  # decoder W from the set oracle: the decoder LP may give a better W
 
     def as_record(self) -> dict:
         out: dict = {"kind": self.kind, "lower": int(self.lower)}

@@ -27,7 +27,7 @@ except ImportError:  # pragma: no cover - highspy is a declared dependency; with
 _silenced = False
 
 
-def _new_highs():
+def new_highs():
     """A ``highspy.Highs`` instance; the first one in a process prints HiGHS's banner on the C-level
     stdout before any option can be set, so that one construction runs with fd 1 on /dev/null."""
     global _silenced
@@ -77,7 +77,7 @@ def _float_solve(lp):
     model.a_matrix_.start_ = np.array(start, dtype=np.int32)
     model.a_matrix_.index_ = np.array(index, dtype=np.int32)
     model.a_matrix_.value_ = np.array(value, dtype=float)
-    h = _new_highs()
+    h = new_highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("solver", "simplex")
     h.passModel(model)

@@ -214,7 +214,7 @@ def grow_decoders(s: BracketState) -> None:
             start = max(cands, key=lambda c: c.lower, default=None)
             if start is None or goal <= s.lower[e] or goal - s.lower[e] > dec.SMOOTH_TRIES:
                 continue
-            c = dec.grow_decoder_smooth(s.op, dec.with_lp_decoder(s.op, start, e), e, goal)
+            c = dec.grow_decoder_smooth(s.op, start, e, goal)
             if c.lower > s.lower[e]:
                 s.add_certificate(e, c)
                 grown = c

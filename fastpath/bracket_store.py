@@ -6,6 +6,7 @@ and writes the summary table ``bracket.csv`` next to ``records/``."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -60,10 +61,13 @@ def bracket_record(folder, out_store, eps_list=DEFAULT_EPS, mode: str = "fast") 
 
 def limit_threads() -> None:
     """One BLAS thread per process (the pool supplies the parallelism; oversubscribed BLAS
-    threads make a 128 x 128 SVD 20 times slower on two shared cores)."""
+    threads make a 128 x 128 SVD 20 times slower on two shared cores, and numpy's and scipy's
+    BLAS libraries each spinning their own threads make a small triangular solve 50 times
+    slower)."""
     for var in BLAS_THREAD_VARS:
         os.environ.setdefault(var, "1")
     try:
+        import scipy.linalg  # noqa: F401  (load scipy's own BLAS too, so that the limit reaches it)
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(1)
@@ -73,8 +77,16 @@ def limit_threads() -> None:
 
 def _worker(args):
     folder, out_store, eps_list, mode = args
-    limit_threads()
     return bracket_record(folder, out_store, eps_list, mode)
+
+
+def _start_method() -> str:
+    """``fork`` on Linux (workers start in milliseconds with the parent's modules; each limits
+    its BLAS threads to one on start), ``spawn`` elsewhere (the environment then sets one BLAS
+    thread before numpy loads)."""
+    import multiprocessing
+
+    return "fork" if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
 
 def _run_pool(tasks: list[tuple], jobs: int, progress) -> list[dict]:
@@ -84,7 +96,8 @@ def _run_pool(tasks: list[tuple], jobs: int, progress) -> list[dict]:
     for var in BLAS_THREAD_VARS:
         os.environ[var] = "1"  # read by numpy's BLAS when a spawned worker imports it
     rows: list[dict] = []
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(_start_method()),
+                             initializer=limit_threads) as pool:
         futures = [pool.submit(_worker, t) for t in tasks]
         for i, fut in enumerate(as_completed(futures)):
             rows.extend(fut.result())

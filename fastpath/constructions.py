@@ -24,9 +24,10 @@ import math
 from typing import Callable
 
 import numpy as np
+import scipy.linalg
 
 from softrank.fastpath.float64 import row_l1
-from softrank.fastpath.l1_fit import fit_rows_l1, weighted_grams
+from softrank.fastpath.l1_fit import WeightedGrams, fit_rows_l1
 from softrank.fastpath.operator_cache import OperatorCache
 
 
@@ -38,8 +39,12 @@ def build_tsvd(op: OperatorCache, k: int, target: float = 0.0):
 def top_right_vectors(B: np.ndarray, k: int) -> np.ndarray:
     """The top k right singular vectors of B (N x k), from the symmetric eigenproblem of B^T B
     (half the cost of an SVD; only the span is used)."""
+    n = B.shape[1]
     if k == 0:
-        return np.zeros((B.shape[1], 0))
+        return np.zeros((n, 0))
+    if 4 * k < n:  # only the top k eigenvectors (the MRRR driver): about half the cost
+        _, V = scipy.linalg.eigh(B.T @ B, subset_by_index=[n - k, n - 1], driver="evr", check_finite=False)
+        return V[:, ::-1].copy()
     _, V = np.linalg.eigh(B.T @ B)
     return V[:, ::-1][:, :k].copy()
 
@@ -77,7 +82,7 @@ def _weighted_y_step(A: np.ndarray, X: np.ndarray, Y: np.ndarray, err: np.ndarra
     R = A - X @ Y.T
     wr = (err / max(float(err.mean()), 1e-300)) ** 2
     Wt = wr[:, None] / np.maximum(np.abs(R), 1e-6)  # m x N
-    G = weighted_grams(Wt.T, X)  # G_j = X^T diag(w_:j) X
+    G = WeightedGrams(X)(Wt.T)  # G_j = X^T diag(w_:j) X
     rhs = (Wt * A).T @ X
     G += 1e-12 * np.einsum("ijj->i", G)[:, None, None] * np.eye(k)[None] + 1e-300
     return np.linalg.solve(G, rhs[..., None])[..., 0]

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog, minimize
 
 from softrank.fastpath import decoder_greedy as greedy
+from softrank.fastpath import decoder_oracle  # noqa: F401  (loaded before worker processes fork)
 from softrank.fastpath.float64 import decoder_value
 from softrank.fastpath.lower import MARGIN, Certificate
 from softrank.fastpath.operator_cache import OperatorCache
@@ -32,6 +33,7 @@ SMOOTH_STAGES = ((0.05, 1e-3), (0.02, 3e-4), (0.005, 1e-4))  # (mu, delta) of th
 SMOOTH_ITERS = 300  # nonlinear CG iterations per stage
 SMOOTH_TRIES = 16  # grow_decoder_smooth: candidate rows tried ...
 SMOOTH_PATIENCE = 4  # ... stopping after this many failures in a row
+ORACLE_MAX_P = 20  # smoothed growth: candidate sets up to this size are first bracketed by the set oracle
 LP_METHOD = "highs-ipm"  # interior point + crossover: 4-7x faster than dual simplex at p >= 20
 
 def decoder_lp(op: OperatorCache, rows: np.ndarray, eps: float, max_cols: int | None = None) -> tuple[float, np.ndarray | None]:
@@ -290,12 +292,18 @@ def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: 
     val = decoder_value(A, rows, W, eps)
     if not _ok(val):
         return cert
-    Wp = smooth_decoder_w(A[rows], W, eps)  # polish first: it leaves room for the next rows
-    vp = decoder_value(A, rows, Wp, eps)
-    if vp < val:
-        W, val = Wp, vp
+    start = {"W": None}  # the start W polished on first use: it leaves room for the next rows
 
     def fit(cand, W_prev):
+        if len(cand) <= ORACLE_MAX_P and op.oracle.bracket(cand, eps).ub <= eps:
+            return np.inf, None  # eps*(S) <= eps: no W works (the smoothed fit would fail too)
+        if start["W"] is None:
+            base = with_lp_decoder(op, cert, eps)
+            W0 = np.asarray(base.W, dtype=np.float64)
+            Wp = smooth_decoder_w(A[rows], W0, eps)
+            start["W"] = Wp if decoder_value(A, rows, Wp, eps) < decoder_value(A, rows, W0, eps) else W0
+        if W_prev is W:
+            W_prev = start["W"]
         Wc = smooth_decoder_w(A[cand], np.hstack([W_prev, np.zeros((op.N, 1))]), eps)
         return decoder_value(A, cand, Wc, eps), Wc
 

@@ -25,11 +25,15 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
+from softrank.advisors.highs import new_highs
 from softrank.fastpath.float64 import decoder_value
 from softrank.fastpath.lower import MARGIN
 
 GROUPS = 96  # column groups of the first, merged LP
 KMEANS_STEPS = 8
+EARLY_ITERATIONS = 15  # first LP of a set: the interior-point iterate after this many iterations
+IPM_TOL = 1e-6  # interior-point optimality tolerance of the eps* LPs
+SCREEN_ROWS = 3  # a set is first screened by the subset of its last row and the rows most like it
 
 
 @dataclass
@@ -38,7 +42,7 @@ class SetBracket:
     lb: float
     ub: float
     D: np.ndarray | None  # N x p with max_j ||D_j||_1 <= 1 achieving lb
-    exact: bool  # from the LP on all columns
+    stage: int  # LP stages done (``SetOracle._stages``); 0: implied by other sets only
 
 
 def margin_of(M: np.ndarray, D: np.ndarray) -> float:
@@ -112,14 +116,17 @@ def _lp_model(M: np.ndarray):
     return lp, off, no, nD
 
 
-def eps_star_lp(M: np.ndarray):
-    """The LP for eps*(rows of M) by HiGHS interior point (no crossover): (D, [Y candidates])."""
+def eps_star_lp(M: np.ndarray, iterations: int | None = None):
+    """The LP for eps*(rows of M) by HiGHS interior point (no crossover), stopped after
+    ``iterations`` if given (the iterate still gives valid bounds): (D, [Y candidates])."""
     p, c = M.shape
     lp, off, no, nD = _lp_model(M)
-    h = highspy.Highs()
+    h = new_highs()
     for name, value in (("output_flag", False), ("solver", "ipm"), ("run_crossover", "off"),
-                        ("presolve", "off"), ("time_limit", 20.0)):
+                        ("presolve", "off"), ("time_limit", 20.0), ("ipm_optimality_tolerance", IPM_TOL)):
         h.setOptionValue(name, value)
+    if iterations is not None:
+        h.setOptionValue("ipm_iteration_limit", int(iterations))
     h.passModel(lp)
     h.run()
     sol = h.getSolution()
@@ -172,37 +179,57 @@ class SetOracle:
         self.known: dict[frozenset, SetBracket] = {}
         self.lp_solves = 0
 
-    def _solve(self, rows: np.ndarray, merged: bool) -> SetBracket:
+    def _stages(self, p: int) -> list[tuple[bool, int | None]]:
+        """(merged columns, iteration limit) of the LPs tried in turn on a set of p rows."""
+        if p > 1 and self.A.shape[1] > self.groups:
+            return [(True, EARLY_ITERATIONS), (True, None), (False, None)]
+        return [(False, EARLY_ITERATIONS), (False, None)]
+
+    def _solve(self, rows: np.ndarray, merged: bool, iterations: int | None, stage: int) -> SetBracket:
         M = self.A[rows]
         lab = column_groups(M, self.groups) if merged else np.arange(M.shape[1])
         Mg = np.zeros((len(rows), int(lab.max()) + 1))
         np.add.at(Mg.T, lab, M.T)
         self.lp_solves += 1
-        Dg, Ys = eps_star_lp(Mg)
+        Dg, Ys = eps_star_lp(Mg, iterations)
         D = Dg[lab]
         lb = margin_of(M, D)
         ub = min([dual_bound(M, Y) for Y in Ys] + [1.0])
-        return SetBracket(rows, max(lb, 0.0), max(ub, lb), D, not merged)
+        return SetBracket(rows, max(lb, 0.0), max(ub, lb), D, stage)
 
     def bracket(self, rows, eps: float | None = None) -> SetBracket:
-        """The bracket of the set: implied by known sets, else the merged LP, refined by the LP on
-        all columns while ``eps`` is inside it."""
+        """The bracket of the set: implied by known sets, else LPs of growing cost (merged columns
+        and few iterations first) until ``eps`` falls outside it (without ``eps``: until the first
+        complete LP)."""
         rows = np.asarray(rows, dtype=np.int64)
         key = frozenset(rows.tolist())
         b = self.known.get(key)
         if b is None:
             b = self._implied(key, rows)
+            if eps is not None and not _decides(b, eps) and len(rows) >= 2 * (SCREEN_ROWS + 1):
+                self._screen(rows)
+                b = self._implied(key, rows)
             if eps is not None and _decides(b, eps):
                 return b
-            b = _meet(b, self._solve(rows, merged=len(rows) > 1 and self.A.shape[1] > self.groups))
-        if eps is not None and not _decides(b, eps) and not b.exact:
-            b = _meet(b, self._solve(rows, merged=False))
+        stages = self._stages(len(rows))
+        while b.stage < len(stages) and not (_decides(b, eps) if eps is not None else
+                                             any(it is None for _, it in stages[:b.stage])):
+            merged, iterations = stages[b.stage]
+            b = _meet(b, self._solve(rows, merged, iterations, b.stage + 1))
         self.known[key] = b
         return b
 
+    def _screen(self, rows: np.ndarray) -> None:
+        """Bracket a small subset: the last row with the rows most like it (largest overlap
+        ``sum_j min(a_i, a_k)``); eps* of a subset bounds eps* of the set from above."""
+        last = rows[-1]
+        overlap = np.minimum(self.A[rows[:-1]], self.A[last]).sum(axis=1)
+        sub = np.append(rows[:-1][np.argsort(-overlap, kind="stable")[:SCREEN_ROWS]], last)
+        self.bracket(sub)
+
     def _implied(self, key: frozenset, rows: np.ndarray) -> SetBracket:
         """The bracket implied by the known subsets (ub) and supersets (lb, with their D)."""
-        out = SetBracket(rows, 0.0, 1.0, None, False)
+        out = SetBracket(rows, 0.0, 1.0, None, 0)
         for other, b in self.known.items():
             if other <= key and b.ub < out.ub:
                 out.ub = b.ub
@@ -234,4 +261,4 @@ def _meet(a: SetBracket, b: SetBracket) -> SetBracket:
     """The intersection of two brackets of one set (D from the larger lower end)."""
     hi = a if (a.lb >= b.lb and a.D is not None) or b.D is None else b
     ub = min(a.ub, b.ub)
-    return SetBracket(hi.rows, hi.lb, max(ub, hi.lb), hi.D, a.exact or b.exact)
+    return SetBracket(hi.rows, hi.lb, max(ub, hi.lb), hi.D, max(a.stage, b.stage))

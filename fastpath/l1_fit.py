@@ -96,11 +96,30 @@ def least_squares_rows(A: np.ndarray, Y: np.ndarray) -> np.ndarray:
     return (A @ Q) @ scipy.linalg.solve_triangular(R, np.eye(R.shape[0]), lower=False).T
 
 
-def weighted_grams(Wt: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """``G_i = Y^T diag(Wt_i) Y`` for every row i of Wt (m x N), as one matrix product with the
-    products of pairs of columns of Y."""
-    n, k = Y.shape
-    return (Wt @ (Y[:, :, None] * Y[:, None, :]).reshape(n, k * k)).reshape(Wt.shape[0], k, k)
+class WeightedGrams:
+    """``G_i = Y^T diag(w_i) Y`` for many weight vectors w_i and one Y (N x k): one matrix product
+    of the weights with the products of pairs of columns of Y (the upper triangle when k is large,
+    where the product dominates; all k^2 pairs when k is small, where filling the triangle would)."""
+
+    HALF_FROM = 24
+
+    def __init__(self, Y: np.ndarray):
+        n, self.k = Y.shape
+        if self.k >= self.HALF_FROM:
+            self.iu, self.ju = np.triu_indices(self.k)
+            self.pairs = Y[:, self.iu] * Y[:, self.ju]
+        else:
+            self.pairs = (Y[:, :, None] * Y[:, None, :]).reshape(n, self.k * self.k)
+
+    def __call__(self, Wt: np.ndarray) -> np.ndarray:
+        H = Wt @ self.pairs
+        k = self.k
+        if k < self.HALF_FROM:
+            return H.reshape(Wt.shape[0], k, k)
+        G = np.empty((Wt.shape[0], k, k))
+        G[:, self.iu, self.ju] = H
+        G[:, self.ju, self.iu] = H
+        return G
 
 
 def irls_rows(A: np.ndarray, Y: np.ndarray, X0: np.ndarray, iters: int = 20) -> np.ndarray:
@@ -112,10 +131,11 @@ def irls_rows(A: np.ndarray, Y: np.ndarray, X0: np.ndarray, iters: int = 20) -> 
     X = X0.copy()
     delta = 1e-3
     ridge = 1e-12 * np.eye(k)[None]
+    grams = WeightedGrams(Y)
     for _ in range(iters):
         R = A - X @ Y.T
         Wt = 1.0 / np.maximum(np.abs(R), delta)  # m x N
-        G = weighted_grams(Wt, Y)  # G_i = Y^T diag(w_i) Y
+        G = grams(Wt)  # G_i = Y^T diag(w_i) Y
         rhs = (Wt * A) @ Y
         G += ridge * np.einsum("ijj->i", G)[:, None, None] + 1e-300
         try:

@@ -7,7 +7,10 @@ N = 128 and 256, 2 each); attention-like synthetic softmax matrices (logits ``be
 d = 4, plus a sink column) when a model is not installed.  Each case is bracketed at eps 0.15,
 0.25, 0.35 with a pool of 2 worker processes (the default of ``softrank bracket``), in ``fast``
 mode; the time share of each construction and certificate comes from the per-record timers.
-Throughput is operators per minute of wall time.
+Throughput is operators per minute of wall time; the cost per operator (wall time times workers
+over operators) is also given in units of one float64 SVD of an operator of the case, timed in the
+same run with one BLAS thread ("SVD-equivalents").  ``--json`` prints one object with, per family,
+``ops_per_minute`` and ``svd_equivalents``.
 """
 
 from __future__ import annotations
@@ -65,40 +68,80 @@ def _real_store(path: Path, model: str, n: int, count: int) -> bool:
         return False
 
 
-def main(args) -> int:
+def svd_seconds(store: Path, repeats: int = 7) -> float:
+    """Median time of one float64 SVD of the store's first operator, one BLAS thread."""
+    from threadpoolctl import threadpool_limits
+
+    from softrank.replay.reader import list_records, read_record
+
+    A = np.ascontiguousarray(read_record(list_records(store)[0]).a_hat)
+    times = []
+    with threadpool_limits(1):
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            np.linalg.svd(A)
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _bench_case(tmp: str, model: str, n: int, count: int, repeats: int, jobs: int) -> dict:
+    """Extract (untimed), then bracket ``repeats`` copies; the measured figures of the case."""
     from softrank.fastpath.bracket_store import bracket_store
+
+    src = Path(tmp) / f"src-{model}-{n}"
+    real = _real_store(src, model, n, count)
+    if not real:
+        make_store(src, n, count, seed=n)
+    time.sleep(0.5)  # let the threads of the extraction settle before timing the SVD
+    t_svd = svd_seconds(src)
+    walls, rows_all = [], []
+    for r in range(repeats):
+        store = Path(tmp) / f"run-{model}-{n}-{r}"
+        shutil.copytree(src, store)
+        t0 = time.perf_counter()
+        rows_all.extend(bracket_store(store, jobs=jobs))
+        walls.append(time.perf_counter() - t0)
+    wall = statistics.median(walls)
+    ratios = [r["upper"] / r["lower"] for r in rows_all if abs(r["eps"] - 0.25) < 1e-12 and r["upper"]]
+    return {"real": real, "wall": wall, "rows": rows_all, "svd_seconds": t_svd,
+            "ops_per_minute": 60.0 * count / wall, "svd_equivalents": wall * jobs / count / t_svd,
+            "median_U_over_L": statistics.median(ratios)}
+
+
+def main(args) -> int:
+    import json
 
     quick = bool(getattr(args, "quick", False))
     repeats = max(1, int(getattr(args, "repeats", 1) or 1))
+    as_json = bool(getattr(args, "json", False))
     # (label, model, N): real operators when the model packages are installed, else synthetic
     cases = ([("MiniLM", "minilm", 128), ("MiniLM", "minilm", 256)] if quick
              else [("SmolLM2 block", "smollm2", 128), ("MiniLM", "minilm", 256)])
-    count = 2 if quick else 6
-    jobs = 2
-    print(f"softrank bench bracket: {count} operators per case, eps 0.15/0.25/0.35, {jobs} worker processes, "
-          f"median of {repeats} repeat(s); extraction not timed")
-    share_fast: dict[str, float] = {}
+    count, jobs = (2 if quick else 6), 2
+    say = (lambda *a: None) if as_json else print
+    say(f"softrank bench bracket: {count} operators per case, eps 0.15/0.25/0.35, {jobs} worker processes, "
+        f"median of {repeats} repeat(s); extraction not timed")
+    share_all: dict[str, float] = {}
+    out: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="softrank-bench-") as tmp:
         for label, model, n in cases:
-            src = Path(tmp) / f"src-{model}-{n}"
-            if not _real_store(src, model, n, count):
-                label = "synthetic"
-                make_store(src, n, count, seed=n)
-            walls, rows_all = [], []
-            for r in range(repeats):
-                store = Path(tmp) / f"run-{model}-{n}-{r}"
-                shutil.copytree(src, store)
-                t0 = time.perf_counter()
-                rows = bracket_store(store, jobs=jobs)
-                walls.append(time.perf_counter() - t0)
-                rows_all.extend(rows)
-            wall = statistics.median(walls)
-            ratios = [r["upper"] / r["lower"] for r in rows_all if abs(r["eps"] - 0.25) < 1e-12 and r["upper"]]
-            print(f"  {label}, N = {n}: {60.0 * count / wall:.1f} operators/minute ({wall:.1f} s for {count}); "
-                  f"median U/L at eps 0.25: {statistics.median(ratios):.2f}")
-            _accumulate(share_fast, rows_all)
-            _print_share(f"{label} N = {n}", _accumulate({}, rows_all))
-    _print_share("all cases", share_fast)
+            res = _bench_case(tmp, model, n, count, repeats, jobs)
+            label = label if res["real"] else "synthetic"
+            key = f"{model}-{n}" if quick else model
+            out[key if res["real"] else f"synthetic-{n}"] = {
+                "N": n, "operators": count, "ops_per_minute": round(res["ops_per_minute"], 2),
+                "svd_equivalents": round(res["svd_equivalents"], 1), "svd_ms": round(1e3 * res["svd_seconds"], 3),
+                "seconds": round(res["wall"], 2), "median_U_over_L_eps_0.25": round(res["median_U_over_L"], 3)}
+            say(f"  {label}, N = {n}: {res['ops_per_minute']:.1f} operators/minute ({res['wall']:.1f} s for "
+                f"{count}); {res['svd_equivalents']:.0f} SVD-equivalents per operator (one SVD "
+                f"{1e3 * res['svd_seconds']:.2f} ms); median U/L at eps 0.25: {res['median_U_over_L']:.2f}")
+            _accumulate(share_all, res["rows"])
+            if not as_json:
+                _print_share(f"{label} N = {n}", _accumulate({}, res["rows"]))
+    if as_json:
+        print(json.dumps(out, sort_keys=True))
+    else:
+        _print_share("all cases", share_all)
     return 0
 
 

@@ -1,65 +1,202 @@
 """``softrank bracket STORE``: float64 upper witnesses, lower certificates, brackets and verdicts
-for every record of a store, written back into the records (or into ``--out``).
+for every record of a store, written back into the records (or into ``--out STORE2``).
 
 Per record and eps: the best checked witness (``upper``), the lower certificates achieving the
 largest lower end (``lower``), and ``float64`` = {lower, upper, verdicts at budgets 8, 16, 32}.
 A table ``bracket.csv`` (one row per record and eps, with the truncated-SVD / Frobenius baseline
 and the time per construction) is written next to ``records/``.
+
+Tolerances: each item of ``--eps`` is the exact rational its text spells (``0.15``, ``3/20`` and
+``1.5e-1`` are one tolerance, 3/20), as for ``softrank oracle``; the float64 bracket is computed
+with its nearest binary64 number, and the record stores the exact text (``"0.15"``), so the
+validated replay checks exactly 3/20.  ``bracket.csv`` prints ``eps`` as that text and
+``eps_value`` as the binary64 number.
+
+Records are independent.  With ``--jobs 1`` and no ``--scheduler`` they are bracketed in this
+process; otherwise on dask.distributed (``softrank.cli.common.parallel_map``): a local cluster of
+``--jobs`` one-thread worker processes, or the running scheduler at ``--scheduler ADDRESS`` (its
+workers must see STORE and OUT at the same paths).  Every record is bracketed with one BLAS thread.
+
+Nothing is lost when a run is killed, even by SIGKILL: a run first puts back records a killed
+writer left half replaced (``fastpath.writer.recover_store``) and removes ``bracket.csv`` and
+``bracket-manifest.json`` (the outputs that mark a finished run); each record's table rows and
+the SHA-256 of its source ``record.json`` (before) and of the written one go to a journal in
+``OUT/.partial/`` as soon as the record is written; at the end come ``index.csv``,
+``bracket.csv``, then ``bracket-manifest.json`` (``"complete": true``), and the journal is
+removed.  ``--resume`` skips every record whose journal entry is whole and whose written
+``record.json`` still has the journaled hash (with ``--out``, the source must still have its
+journaled hash too); the store, eps, mode and version must match the journal's.
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 import time
+from fractions import Fraction
+from pathlib import Path
+from typing import Callable
 
-from softrank.cli.common import output_dir, parse_eps_list
+from softrank import __version__
+from softrank.cli.common import Journal, check_count, output_dir, parallel_map, parse_eps_exact
 from softrank.cli.common import progress as progress_bar
+from softrank.fastpath.files import write_json
 from softrank.validated.errors import InputError
+
+DEFAULT_EPS = "0.15,0.25,0.35"
+JOURNAL = ".partial"
+MANIFEST = "bracket-manifest.json"
 
 
 def configure(parser) -> None:
     parser.add_argument("store", metavar="STORE", help="a SoftRank store (e.g. from softrank extract)")
-    parser.add_argument("--eps", default="0.15,0.25,0.35", help="tolerances, comma separated (default 0.15,0.25,0.35)")
-    parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    parser.add_argument("--eps", default=DEFAULT_EPS,
+                        help="tolerances, comma separated, each an exact rational: 0.15, 3/20 or 1.5e-1 "
+                             f"(default {DEFAULT_EPS})")
+    parser.add_argument("--jobs", type=int, default=2,
+                        help="records bracketed in parallel (default 2; above 1: a local dask cluster of N processes)")
+    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="bracket on the dask.distributed scheduler at ADDRESS (workers must see STORE and "
+                             "OUT at the same paths), or 'local' for a local cluster of --jobs processes")
     parser.add_argument("--out", default=None, metavar="STORE2", help="write bracketed records here (default: in place)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue a killed run into the same OUT: records journaled in OUT/.partial are not redone")
     parser.add_argument("--mode", choices=("fast", "full"), default="fast",
                         help="fast: later constructions only search below the best rank so far; "
                              "full: every construction's own least rank (construction study)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def run_bracket(store, out=None, eps_list=(0.15, 0.25, 0.35), jobs: int = 2, mode: str = "fast",
-                progress: bool = True, label: str = "bracket") -> list[dict]:
-    """Bracket a store with a progress bar; returns the summary rows."""
-    from softrank.fastpath.bracket_store import bracket_store
-    from softrank.replay.reader import list_records
+def parse_tolerances(text: str, field: str = "eps") -> list[Fraction]:
+    """``"0.15,3/20,0.25"`` -> [3/20, 1/4]: each item the exact rational it spells
+    (``parse_eps_exact``), equal values once, sorted.  Two values whose nearest binary64 numbers
+    coincide (or round to 0 or 1) are an ``InputError``: the float64 bracket could not tell them apart."""
+    values = sorted({parse_eps_exact(part.strip(), field) for part in str(text).split(",") if part.strip()})
+    if not values:
+        raise InputError("arguments", field, "no tolerance given")
+    floats = [float(v) for v in values]
+    for v, f in zip(values, floats):
+        if not 0 < f < 1:
+            raise InputError("arguments", field, f"eps {v} rounds to {f!r} in binary64")
+    if len(set(floats)) < len(floats):
+        raise InputError("arguments", field, "two tolerances have the same nearest binary64 number")
+    return values
 
-    total = len(list_records(store))  # raises InputError if STORE is not a store
-    with progress_bar(progress, total, label) as update:
-        return bracket_store(store, out, eps_list, jobs=jobs, mode=mode,
-                             progress=lambda done, _total: update(done))
+
+class BracketJob:
+    """One bracketing of STORE into OUT (default: in place): the records to do, the journal,
+    and the final tables."""
+
+    def __init__(self, store, out=None, *, eps_list=(Fraction(3, 20), Fraction(1, 4), Fraction(7, 20)),
+                 mode: str = "fast", resume: bool = False):
+        from softrank.fastpath.bracket_store import eps_text, recover_store, start_run, tolerances
+        from softrank.replay.reader import list_records
+
+        self.store, self.mode = Path(store), mode
+        self.eps = sorted(tolerances(eps_list).values())
+        recover_store(self.store)  # a record a killed writer left in .old-ID-* is put back first
+        self.folders = [str(f) for f in list_records(self.store)]  # InputError if STORE is not a store
+        self.out = output_dir(out) if out else self.store
+        self.in_place = self.out.resolve() == self.store.resolve()
+        params = {"store": str(self.store.resolve()), "eps": [eps_text(e) for e in self.eps], "mode": mode,
+                  "softrank_version": __version__}
+        self.journal = Journal(self.out / JOURNAL, params, resume=resume)  # other parameters: InputError
+        start_run(self.out)  # from here on nothing in OUT looks complete
+        self.done = self._finished() if resume else {}
+
+    @property
+    def total(self) -> int:
+        return len(self.folders)
+
+    @property
+    def resumed(self) -> int:
+        return len(self.done)
+
+    def _finished(self) -> dict[str, dict]:
+        """Journal entries of records still in the store whose written record is unchanged (and,
+        with ``--out``, whose source is unchanged too)."""
+        from softrank.fastpath.bracket_store import file_sha256
+
+        by_name = {Path(f).name: Path(f) for f in self.folders}
+        done = {}
+        for name, p in self.journal.entries().items():
+            if name not in by_name or not isinstance(p, dict) or not isinstance(p.get("rows"), list):
+                continue
+            if p.get("written_sha256") != file_sha256(self.out / "records" / name / "record.json"):
+                continue
+            if not self.in_place and p.get("source_sha256") != file_sha256(by_name[name] / "record.json"):
+                continue
+            done[name] = p
+        return done
+
+    def execute(self, *, jobs: int = 1, scheduler: str | None = None,
+                progress: Callable[[int, int], None] | None = None) -> list[dict]:
+        """Bracket the records not yet done (journaling each as it is written), then write the
+        tables; returns the rows (store order, then eps)."""
+        from softrank.fastpath.bracket_store import bracket_task
+
+        todo = [f for f in self.folders if Path(f).name not in self.done]
+        payloads = dict(self.done)
+        tasks = [(f, str(self.out), tuple(self.eps), self.mode) for f in todo]
+        for i, payload in parallel_map(bracket_task, tasks, jobs=jobs, scheduler=scheduler):
+            name = Path(todo[i]).name
+            payloads[name] = self.journal.add(name, payload)
+            if progress:
+                progress(len(payloads), self.total)
+        return self._finish(payloads)
+
+    def _finish(self, payloads: dict[str, dict]) -> list[dict]:
+        """``index.csv``, ``bracket.csv``, then the manifest, then the journal is removed."""
+        from softrank.fastpath.bracket_store import eps_text, file_sha256, write_tables
+
+        rows = [row for folder in self.folders for row in payloads[Path(folder).name]["rows"]]
+        table = write_tables(self.out, rows)
+        write_json(self.out / MANIFEST, {
+            "complete": True, "command": "softrank bracket", "softrank_version": __version__,
+            "store": str(self.store.resolve()), "out": str(self.out.resolve()),
+            "eps": [eps_text(e) for e in self.eps], "mode": self.mode, "records": self.total,
+            "rows": len(rows), "resumed": self.resumed,
+            "sha256": {"bracket.csv": file_sha256(table), "index.csv": file_sha256(self.out / "index.csv")}})
+        self.journal.remove()
+        return sorted(rows, key=lambda r: (r["record_id"], r["eps"]))
+
+
+def run_bracket(store, out=None, eps_list=(Fraction(3, 20), Fraction(1, 4), Fraction(7, 20)), jobs: int = 2,
+                mode: str = "fast", progress: bool = True, label: str = "bracket", scheduler: str | None = None,
+                resume: bool = False) -> list[dict]:
+    """Bracket a store with a progress bar (``BracketJob``); returns the summary rows."""
+    job = BracketJob(store, out, eps_list=eps_list, mode=mode, resume=resume)
+    return _execute(job, jobs, scheduler, progress, label)
+
+
+def _execute(job: BracketJob, jobs: int, scheduler, progress: bool, label: str) -> list[dict]:
+    try:
+        with progress_bar(progress, job.total, label, start=job.resumed) as update:
+            return job.execute(jobs=jobs, scheduler=scheduler, progress=lambda done, _total: update(done))
+    except KeyboardInterrupt:
+        print(f"softrank bracket: finished records are kept in {job.out / 'records'} (journal "
+              f"{job.journal.folder}); rerun the same command with --resume to continue", file=sys.stderr)
+        raise
 
 
 def run(args) -> int:
-    if args.jobs < 1:
-        raise InputError("arguments", "jobs", f"must be a positive integer, got {args.jobs}")
-    eps_list = parse_eps_list(args.eps)
+    jobs = check_count(args.jobs, "jobs")
+    eps_list = parse_tolerances(args.eps)
     if args.out:  # checked before any work: a file there, or no way to create it, is an error now
         output_dir(args.out)
     t0 = time.perf_counter()
-    rows = run_bracket(args.store, args.out, eps_list, jobs=args.jobs, mode=args.mode,
-                       progress=not args.no_progress)
+    job = BracketJob(args.store, args.out, eps_list=eps_list, mode=args.mode, resume=getattr(args, "resume", False))
+    rows = _execute(job, jobs, getattr(args, "scheduler", None), not args.no_progress, "bracket")
     elapsed = time.perf_counter() - t0
-    n_records = len({r["record_id"] for r in rows})
-    print(f"softrank bracket: {n_records} records x {len(eps_list)} tolerances in {elapsed:.1f} s "
-          f"-> {args.out or args.store}")
-    for e in eps_list:
-        sel = [r for r in rows if abs(r["eps"] - e) < 1e-12]
-        if not sel:
-            continue
+    resumed = f" ({job.resumed} from the journal)" if job.resumed else ""
+    print(f"softrank bracket: {job.total} records{resumed} x {len(eps_list)} tolerances in {elapsed:.1f} s "
+          f"-> {job.out}")
+    for text in dict.fromkeys(r["eps_text"] for r in sorted(rows, key=lambda r: r["eps"])):
+        sel = [r for r in rows if r["eps_text"] == text]
         ratios = [r["upper"] / r["lower"] for r in sel if r["upper"] is not None and r["lower"]]
         share = sum(bool(r["resolved"]) for r in sel) / len(sel)
-        print(f"  eps {e:g}: median L {statistics.median(r['lower'] for r in sel):g}, median U "
-              f"{statistics.median(r['upper'] if r['upper'] is not None else min(r['m'], r['N']) for r in sel):g}, "
-              f"median U/L {statistics.median(ratios) if ratios else float('nan'):.2f}, resolved {100 * share:.1f}%")
+        uppers = [r["upper"] if r["upper"] is not None else min(r["m"], r["N"]) for r in sel]
+        print(f"  eps {text}: median L {statistics.median(r['lower'] for r in sel):g}, median U "
+              f"{statistics.median(uppers):g}, median U/L {statistics.median(ratios) if ratios else float('nan'):.2f}, "
+              f"resolved {100 * share:.1f}%")
     return 0

@@ -5,7 +5,8 @@ operators at 256 x 256 and 54 SmolLM2-135M common-prefix blocks at N = 128, stdl
 passages selected by seed 0) it
 
 1. extracts the operators (``softrank.fastpath.extract.extract_to_store``) into ``OUT/store``;
-2. brackets them in float64 at eps 0.15, 0.25, 0.35 (``softrank bracket``, in place);
+2. brackets them in float64 at eps 0.15, 0.25, 0.35 (``softrank bracket``, in place; each ``--eps``
+   item is the exact rational it spells, stored as such in the records);
 3. replays every witness and certificate with the validated checker into ``OUT/replay``;
 4. prints a table per family and eps: operators, median L, median U, median U/L, resolved share,
    validated agreement, and the baseline (truncated-SVD upper, Frobenius-tail lower) on the same
@@ -19,7 +20,7 @@ import statistics
 import time
 from pathlib import Path
 
-from softrank.cli.common import check_device, output_dir, parse_eps_list
+from softrank.cli.common import check_device, output_dir
 from softrank.cli.extract import progress_report
 from softrank.fastpath.files import write_csv, write_json
 from softrank.validated.errors import InputError
@@ -29,7 +30,8 @@ MODELS = ("minilm", "smollm2")
 
 def configure(parser) -> None:
     parser.add_argument("--out", default="softrank-out", help="output folder (default softrank-out/)")
-    parser.add_argument("--eps", default="0.15,0.25,0.35", help="tolerances (default 0.15,0.25,0.35)")
+    parser.add_argument("--eps", default="0.15,0.25,0.35",
+                        help="tolerances, each an exact rational: 0.15, 3/20 or 1.5e-1 (default 0.15,0.25,0.35)")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes for bracket and replay (default 2)")
     parser.add_argument("--minilm", type=int, default=None, metavar="N",
                         help="MiniLM operators (default: the embedded panel, 64); 0 skips the model")
@@ -50,14 +52,17 @@ def _extraction_api():
     return extract_to_store
 
 
-def _check_arguments(args) -> list[float]:
+def _check_arguments(args) -> list:
+    """The exact tolerances (``softrank.cli.bracket.parse_tolerances``), after the other checks."""
+    from softrank.cli.bracket import parse_tolerances
+
     if args.jobs < 1:
         raise InputError("arguments", "jobs", f"must be a positive integer, got {args.jobs}")
     for name in MODELS:
         n = getattr(args, name)
         if n is not None and n < 0:
             raise InputError("arguments", name, f"must be a non-negative integer, got {n}")
-    return parse_eps_list(args.eps)
+    return parse_tolerances(args.eps)
 
 
 def _extract(args, store: Path, console, progress: bool) -> None:
@@ -91,7 +96,8 @@ def run(args) -> int:
     from softrank.cli.bracket import run_bracket
     from softrank.cli.replay import replay_store
 
-    eps_list = _check_arguments(args)
+    eps_exact = _check_arguments(args)
+    eps_list = [float(e) for e in eps_exact]  # the float keys of the rows and the summary
     console = Console(stderr=False, width=None if sys.stdout.isatty() else 170)
     out = output_dir(args.out)
     store = out / "store"
@@ -103,7 +109,7 @@ def run(args) -> int:
     times["extract"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()  # 2. bracket (in place)
-    rows = run_bracket(store, None, eps_list, jobs=args.jobs, progress=progress, label="bracket")
+    rows = run_bracket(store, None, eps_exact, jobs=args.jobs, progress=progress, label="bracket")
     times["bracket"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()  # 3. validated replay

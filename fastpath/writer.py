@@ -2,7 +2,13 @@
 
 ``RecordWriter`` is a context manager: shapes and finiteness are checked as each array is
 written, and an exception inside the ``with`` block removes the temporary folder, so a failed
-write leaves nothing behind and never touches a record already in the store.
+write leaves nothing behind and never touches a record already in the store.  Replacing a record
+takes two renames (old -> ``records/.old-ID-*/old``, new -> ``records/ID``); a writer killed
+between them leaves the record only in that hidden folder, and ``recover_store`` puts it back.
+
+A tolerance given as a ``Fraction`` is stored as its exact text (``exact_text``: ``"0.15"``,
+``"1/3"``), which the record reader reads as that rational; a float is stored as a JSON number
+(a binary64 value).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from softrank.exact.rational import MAX_DIGITS
 from softrank.fastpath.files import make_temp_dir, write_csv
 from softrank.replay.reader import list_records
 from softrank.replay.record import RECORD_ID_RE, SCHEMA, SCHEMA_VERSION_WRITTEN, Record
@@ -128,9 +135,10 @@ class RecordWriter:
     def add_tolerance(self, eps, upper=None, lower=None, float64=None) -> None:
         """``upper``: (X, Y, construction) or None. ``lower``: list of dicts
         ``{"kind", "lower", **fields}`` whose numpy-array fields are written as arrays.
-        ``float64``: ``{"lower", "upper", "verdicts": {budget: verdict}}``."""
+        ``float64``: ``{"lower", "upper", "verdicts": {budget: verdict}}``.  ``eps``: a ``Fraction``
+        (stored as its exact text), a string (stored as given) or a number (stored as binary64)."""
         t = len(self.doc["tolerances"])
-        entry: dict[str, Any] = {"eps": eps if isinstance(eps, (str, float)) else float(eps)}
+        entry: dict[str, Any] = {"eps": eps_field(eps)}
         if upper is not None:
             X, Y, construction = upper
             X, Y = np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64)
@@ -168,17 +176,89 @@ class RecordWriter:
             self.abort()
             raise
         final = self.store / "records" / self.record_id
-        if final.exists():
+        if final.exists():  # killed between the two renames: recover_store moves "old" back
             trash = Path(tempfile.mkdtemp(prefix=f".old-{self.record_id}-", dir=self.store / "records"))
             os.rename(final, trash / "old")
             os.rename(self._tmp, final)
             shutil.rmtree(trash, ignore_errors=True)
         else:
             os.rename(self._tmp, final)
+        _fsync_dir(self.store / "records")
         return final
 
     def abort(self) -> None:
         shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the renames in ``folder`` durable (a no-op where folders cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def exact_text(q) -> str:
+    """The exact text of a rational: a decimal when it has a finite decimal expansion (3/20 ->
+    ``"0.15"``), else ``"p/q"`` (``"1/3"``).  ``Fraction(text) == q``, and the record reader
+    (``parse_rational``) reads the text as exactly ``q``."""
+    q = Fraction(q)
+    d, twos, fives = q.denominator, 0, 0
+    while d % 2 == 0:
+        d, twos = d // 2, twos + 1
+    while d % 5 == 0:
+        d, fives = d // 5, fives + 1
+    k = max(twos, fives)
+    digits = str(abs(q.numerator) * 10**k // q.denominator).rjust(k + 1, "0")
+    if d != 1 or k > MAX_DIGITS or len(digits) - k > MAX_DIGITS:
+        return f"{q.numerator}/{q.denominator}"
+    return ("-" if q < 0 else "") + (f"{digits[:-k]}.{digits[-k:]}" if k else digits)
+
+
+def eps_field(eps):
+    """A tolerance as a record stores it: a ``Fraction`` as its exact text, a string as given,
+    any other number as a binary64 JSON number."""
+    if isinstance(eps, Fraction):
+        return exact_text(eps)
+    return eps if isinstance(eps, (str, float)) else float(eps)
+
+
+def recover_store(store: str | os.PathLike) -> list[str]:
+    """Undo what killed writers left in ``STORE/records``: for every ``.old-ID-*`` folder, move
+    its ``old`` record back when ``records/ID`` is missing (a kill between the two renames of a
+    replacement), else delete it; remove every ``.tmp-*`` folder (a writer killed while
+    assembling).  Call it only when no writer is working on the store.  Returns the ids put back."""
+    root = Path(store) / "records"
+    if not root.is_dir():
+        return []
+    restored = []
+    trashes = [p for p in root.iterdir() if p.is_dir() and p.name.startswith(".old-")]
+    trashes.sort(key=_newest_first)
+    for trash in trashes:
+        rid = trash.name[len(".old-"):-9]  # ".old-" + ID + "-" + 8 characters of mkdtemp
+        final = root / rid
+        if RECORD_ID_RE.match(rid) and (trash / "old").is_dir() and not final.exists():
+            os.rename(trash / "old", final)
+            restored.append(rid)
+        shutil.rmtree(trash, ignore_errors=True)
+    for tmp in root.glob(".tmp-*"):
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+    _fsync_dir(root)
+    return restored
+
+
+def _newest_first(trash: Path) -> float:
+    try:
+        return -(trash / "old" / "record.json").stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _jsonable(obj):

@@ -98,3 +98,45 @@ def test_cli_run_on_a_reused_store(tmp_path, capsys):
 def test_cli_run_bad_arguments(tmp_path, capsys, argv):
     assert main(argv + ["--out", str(tmp_path / "o"), "--no-progress"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_parse_tolerances_reads_exact_rationals():
+    from fractions import Fraction
+
+    from softrank.cli.bracket import parse_tolerances
+    from softrank.validated.errors import InputError
+
+    assert parse_tolerances("0.25, 0.15,3/20,1.5e-1,1e-1") == [Fraction(1, 10), Fraction(3, 20), Fraction(1, 4)]
+    assert parse_tolerances("0.15,0.25,0.35") == [Fraction(3, 20), Fraction(1, 4), Fraction(7, 20)]
+    for bad in ("", " , ", "0", "1", "3/2", "abc", "1e-999", "0.15,0.15000000000000000001"):
+        with pytest.raises(InputError, match="eps"):
+            parse_tolerances(bad)
+
+
+def test_cli_eps_is_the_exact_rational_in_records_table_and_replay(tmp_path, capsys):
+    """``--eps 0.15,3/20,1/3``: one tolerance 3/20 (stored as "0.15", read back as exactly 3/20,
+    printed by the replay as 0.15, not binary64(0.15)) and one 1/3 (stored as "1/3")."""
+    from fractions import Fraction
+
+    store = make_store(tmp_path / "store", count=1, n=16)
+    assert main(["bracket", str(store), "--eps", "0.15,3/20,1/3", "--jobs", "1", "--no-progress"]) == 0
+    assert "1 records x 2 tolerances" in capsys.readouterr().out
+    folder = list_records(store)[0]
+    doc = json.loads((folder / "record.json").read_text())
+    assert [t["eps"] for t in doc["tolerances"]] == ["0.15", "1/3"]
+    assert [t.eps for t in read_record(folder).tolerances] == [Fraction(3, 20), Fraction(1, 3)]
+    table = list(csv.DictReader(open(store / "bracket.csv")))
+    assert [(r["eps"], float(r["eps_value"])) for r in table] == [("0.15", 0.15), ("1/3", 1 / 3)]
+    assert main(["replay", str(store), "--out", str(tmp_path / "replay"), "--quiet"]) == 0
+    replayed = list(csv.DictReader(open(tmp_path / "replay" / "replay.csv")))
+    assert [r["eps"] for r in replayed] == ["0.15", "1/3"]
+    assert all(r["upper_outcome"] == "proved" for r in replayed)
+
+
+def test_float_tolerances_from_python_stay_binary64(tmp_path):
+    store = make_store(tmp_path / "store", count=1, n=12)
+    rows = bracket_store(store, jobs=1, eps_list=(0.15, 0.25))
+    assert [r["eps"] for r in rows] == [0.15, 0.25] and [r["eps_text"] for r in rows] == ["binary64(0.15)", "0.25"]
+    doc = json.loads((list_records(store)[0] / "record.json").read_text())
+    assert [t["eps"] for t in doc["tolerances"]] == [0.15, 0.25]
+    assert [r["eps"] for r in csv.DictReader(open(store / "bracket.csv"))] == ["binary64(0.15)", "0.25"]

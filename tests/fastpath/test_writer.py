@@ -1,10 +1,14 @@
 """The producer's record writer and atomic file helpers: checks at write time, nothing left
-behind on an error, and files that follow the umask (a colleague can read a shared store)."""
+behind on an error, files that follow the umask (a colleague can read a shared store), a record
+left half replaced by a killed writer put back (``recover_store``), and exact tolerances stored
+as text that reads back as the same rational."""
 
 from __future__ import annotations
 
 import os
 import stat
+from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -60,3 +64,96 @@ def test_written_files_follow_the_umask(tmp_path, mask, file_mode, dir_mode):
                        (folder / "arrays" / "a_hat.npy", file_mode), (tmp_path / "index.csv", file_mode),
                        (tmp_path / "t.csv", file_mode)]:
         assert stat.S_IMODE(path.stat().st_mode) == want, path
+
+
+def _record(store, rid, h):
+    with RecordWriter(store, rid, {"version": float(h[0, 0])}) as w:
+        w.set_logits(h)
+        w.set_a_hat(softmax64(h))
+    return store / "records" / rid / "record.json"
+
+
+def test_recover_store_puts_back_a_record_left_between_the_two_renames(tmp_path):
+    """A writer killed between ``records/ID -> .old-ID-*/old`` and ``tmp -> records/ID`` left the
+    record only in the hidden trash folder (the store no longer lists it); a writer killed while
+    assembling left a ``.tmp-*`` folder.  ``recover_store`` undoes both."""
+    import shutil
+    import tempfile
+
+    from softrank.fastpath.writer import recover_store
+    from softrank.replay.reader import read_record
+
+    records = tmp_path / "records"
+    before = _record(tmp_path, "gone", np.zeros((3, 3))).read_bytes()
+    _record(tmp_path, "kept", np.zeros((2, 2)))
+    trash = Path(tempfile.mkdtemp(prefix=".old-gone-", dir=records))  # the first rename, by hand
+    os.rename(records / "gone", trash / "old")
+    stale = Path(tempfile.mkdtemp(prefix=".tmp-gone-", dir=records))  # the new version, never moved
+    (stale / "arrays").mkdir()
+    done = Path(tempfile.mkdtemp(prefix=".old-kept-", dir=records))  # both renames done, trash left
+    shutil.copytree(records / "kept", done / "old")
+    assert [p.name for p in list_records(tmp_path)] == ["kept"]
+
+    assert recover_store(tmp_path) == ["gone"]
+    assert [p.name for p in list_records(tmp_path)] == ["gone", "kept"]
+    assert sorted(p.name for p in records.iterdir()) == ["gone", "kept"]  # no trash, no temporary folder
+    assert (records / "gone" / "record.json").read_bytes() == before
+    assert read_record(records / "gone").shape == (3, 3) and read_record(records / "kept").shape == (2, 2)
+    assert recover_store(tmp_path) == [] and recover_store(tmp_path / "nowhere") == []
+
+
+def test_recover_store_keeps_the_new_record_when_both_exist(tmp_path):
+    import tempfile
+
+    from softrank.fastpath.writer import recover_store
+
+    records = tmp_path / "records"
+    old = _record(tmp_path, "r", np.zeros((2, 2))).read_bytes()
+    trash = Path(tempfile.mkdtemp(prefix=".old-r-", dir=records))
+    os.rename(records / "r", trash / "old")
+    new = _record(tmp_path, "r", np.ones((2, 2))).read_bytes()  # a later writer finished
+    assert new != old
+    assert recover_store(tmp_path) == []
+    assert (records / "r" / "record.json").read_bytes() == new and not trash.exists()
+
+
+@pytest.mark.parametrize("q, text", [(Fraction(3, 20), "0.15"), (Fraction(1, 4), "0.25"), (Fraction(1, 3), "1/3"),
+                                     (Fraction(7, 20), "0.35"), (Fraction(1, 10**30), "0." + "0" * 29 + "1"),
+                                     (Fraction(-5, 2), "-2.5"), (Fraction(2), "2"), (Fraction(1, 6), "1/6"),
+                                     (Fraction(0.1), "0.1000000000000000055511151231257827021181583404541015625")])
+def test_exact_text_is_decimal_when_finite_else_p_over_q(q, text):
+    from softrank.exact.rational import parse_rational
+    from softrank.fastpath.writer import exact_text
+
+    assert exact_text(q) == text
+    assert Fraction(text) == q and parse_rational(text) == q
+
+
+def test_exact_text_round_trips_for_many_rationals():
+    from softrank.exact.rational import parse_rational
+    from softrank.fastpath.writer import exact_text
+
+    rng = np.random.default_rng(0)
+    values = [Fraction(int(p), int(q)) for p, q in zip(rng.integers(-10**6, 10**6, 300), rng.integers(1, 10**6, 300))]
+    values += [Fraction(int(p), 2**int(a) * 5**int(b)) for p, a, b in
+               zip(rng.integers(-10**9, 10**9, 300), rng.integers(0, 80, 300), rng.integers(0, 80, 300))]
+    values += [Fraction(float(x)) for x in rng.normal(size=100)] + [Fraction(2, 2**1100)]
+    for q in values:
+        assert parse_rational(exact_text(q)) == q, q
+
+
+def test_a_fraction_tolerance_is_stored_as_exact_text_and_read_back_exactly(tmp_path):
+    import json
+
+    from softrank.replay.reader import read_record
+
+    h = np.zeros((3, 3))
+    with RecordWriter(tmp_path, "r", {}) as w:
+        w.set_logits(h)
+        w.set_a_hat(softmax64(h))
+        for eps in (Fraction(3, 20), Fraction(1, 3), 0.25, "1/5"):
+            w.add_tolerance(eps)
+    doc = json.loads((tmp_path / "records" / "r" / "record.json").read_text())
+    assert [t["eps"] for t in doc["tolerances"]] == ["0.15", "1/3", 0.25, "1/5"]
+    got = [t.eps for t in read_record(tmp_path / "records" / "r").tolerances]
+    assert got == [Fraction(3, 20), Fraction(1, 3), Fraction(1, 4), Fraction(1, 5)]

@@ -284,12 +284,18 @@ def dask_client(jobs: int, scheduler: str | None):
     """A dask.distributed client: on a new local cluster (``None``/``"local"``) or at ADDRESS."""
     import logging
 
+    import dask
     from dask.distributed import Client, LocalCluster
 
     cluster = None
     if scheduler in (None, "local"):
-        cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=logging.CRITICAL)
+        # Two of dask's worker defaults cost numpy-heavy records a third more CPU time, most of it
+        # in the kernel: MALLOC_TRIM_THRESHOLD_ (set by the nanny) makes every large array a fresh
+        # mmap whose pages fault in again; the statistical profiler takes the GIL every 10 ms.
+        with dask.config.set({"distributed.worker.profile.enabled": False,
+                              "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+            cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1, processes=True,
+                                   dashboard_address=None, silence_logs=logging.CRITICAL)
         client = Client(cluster)
     else:
         try:

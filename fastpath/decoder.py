@@ -18,6 +18,7 @@ from scipy.optimize import linprog, minimize
 
 from softrank.fastpath import decoder_greedy as greedy
 from softrank.fastpath import decoder_oracle  # noqa: F401  (loaded before worker processes fork)
+from softrank.fastpath.conjugate_gradients import minimize_cg
 from softrank.fastpath.float64 import decoder_value
 from softrank.fastpath.lower import MARGIN, Certificate
 from softrank.fastpath.operator_cache import OperatorCache
@@ -34,6 +35,7 @@ SMOOTH_ITERS = 300  # nonlinear CG iterations per stage
 SMOOTH_TRIES = 16  # grow_decoder_smooth: candidate rows tried ...
 SMOOTH_PATIENCE = 4  # ... stopping after this many failures in a row
 ORACLE_MAX_P = 20  # smoothed growth: candidate sets up to this size are first bracketed by the set oracle
+SCREEN_SIZES = (4, 8)  # ... larger ones by subsets of these sizes (the new row and the rows most like it)
 LP_METHOD = "highs-ipm"  # interior point + crossover: 4-7x faster than dual simplex at p >= 20
 
 def decoder_lp(op: OperatorCache, rows: np.ndarray, eps: float, max_cols: int | None = None) -> tuple[float, np.ndarray | None]:
@@ -274,10 +276,21 @@ def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_ST
             f = mu * lr + eps * mu * lb
             g = M.T @ (pr[:, None] * (R / sR)) + eps * pb[:, None] * (Wm / sW)
             return f, g.ravel()
-        res = minimize(value_and_grad, W.ravel(), jac=True, method="CG", options={"maxiter": iters})
-        if np.all(np.isfinite(res.x)):
-            W = res.x.reshape(n, p)
+        x = minimize_cg(value_and_grad, W.ravel(), iters)  # = scipy's CG, step for step
+        if np.all(np.isfinite(x)):
+            W = x.reshape(n, p)
     return W
+
+
+def _no_decoder(op: OperatorCache, cand: np.ndarray, eps: float) -> bool:
+    """True when eps*(cand) <= eps is shown by the set oracle: on the whole set up to
+    ``ORACLE_MAX_P`` rows, else on subsets of the new (last) row with the rows most like it
+    (eps* of a subset bounds eps* of the set from above)."""
+    if len(cand) <= ORACLE_MAX_P:
+        return op.oracle.bracket(cand, eps).ub <= eps
+    A, last = op.A, cand[-1]
+    near = cand[:-1][np.argsort(-np.minimum(A[cand[:-1]], A[last]).sum(axis=1), kind="stable")]
+    return any(op.oracle.bracket(np.append(near[:size - 1], last), eps).ub <= eps for size in SCREEN_SIZES)
 
 
 def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: int,
@@ -295,7 +308,7 @@ def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: 
     start = {"W": None}  # the start W polished on first use: it leaves room for the next rows
 
     def fit(cand, W_prev):
-        if len(cand) <= ORACLE_MAX_P and op.oracle.bracket(cand, eps).ub <= eps:
+        if _no_decoder(op, cand, eps):
             return np.inf, None  # eps*(S) <= eps: no W works (the smoothed fit would fail too)
         if start["W"] is None:
             base = with_lp_decoder(op, cert, eps)

@@ -99,27 +99,27 @@ def least_squares_rows(A: np.ndarray, Y: np.ndarray) -> np.ndarray:
 class WeightedGrams:
     """``G_i = Y^T diag(w_i) Y`` for many weight vectors w_i and one Y (N x k): one matrix product
     of the weights with the products of pairs of columns of Y (the upper triangle when k is large,
-    where the product dominates; all k^2 pairs when k is small, where filling the triangle would)."""
+    where the product dominates, then gathered into both triangles; all k^2 pairs when k is small)."""
 
     HALF_FROM = 24
 
     def __init__(self, Y: np.ndarray):
         n, self.k = Y.shape
         if self.k >= self.HALF_FROM:
-            self.iu, self.ju = np.triu_indices(self.k)
-            self.pairs = Y[:, self.iu] * Y[:, self.ju]
+            iu, ju = np.triu_indices(self.k)
+            self.pairs = Y[:, iu] * Y[:, ju]
+            where = np.empty((self.k, self.k), dtype=np.intp)  # (i, j) -> its column of the product
+            where[iu, ju] = where[ju, iu] = np.arange(iu.size)
+            self.where = where.ravel()
         else:
             self.pairs = (Y[:, :, None] * Y[:, None, :]).reshape(n, self.k * self.k)
+            self.where = None
 
     def __call__(self, Wt: np.ndarray) -> np.ndarray:
         H = Wt @ self.pairs
-        k = self.k
-        if k < self.HALF_FROM:
-            return H.reshape(Wt.shape[0], k, k)
-        G = np.empty((Wt.shape[0], k, k))
-        G[:, self.iu, self.ju] = H
-        G[:, self.ju, self.iu] = H
-        return G
+        if self.where is not None:
+            H = np.take(H, self.where, axis=1)
+        return H.reshape(Wt.shape[0], self.k, self.k)
 
 
 def irls_rows(A: np.ndarray, Y: np.ndarray, X0: np.ndarray, iters: int = 20) -> np.ndarray:

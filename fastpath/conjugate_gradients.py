@@ -1,0 +1,107 @@
+"""Nonlinear conjugate gradients for the smoothed decoder objective (untrusted, float64).
+
+``minimize_cg(fun, x0, maxiter)`` is the algorithm of ``scipy.optimize.minimize(fun, x0, jac=True,
+method="CG")`` step for step: Polak-Ribiere-Powell directions with the descent safeguard, scipy's
+own Wolfe line search (MINPACK's dcsrch, falling back to the Wolfe-2 search), the same constants
+and the same stopping rule, so it visits the same points and returns the same x.  It skips the
+general bookkeeping of ``minimize`` (the scalar-function wrapper and its per-evaluation checks),
+which costs as much as the objective itself on the small problems of decoder growth (p x N
+variables, p up to ~100).  ``tests/fastpath/test_conjugate_gradients.py`` checks that both give
+the same x bit for bit.  Where scipy's line-search module is not importable, ``minimize`` runs.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Callable
+
+import numpy as np
+from scipy.optimize import line_search as _wolfe2_line_search
+from scipy.optimize import minimize
+
+try:  # the scalar Wolfe-1 search scipy's CG uses first (module-level function of scipy.optimize)
+    from scipy.optimize._linesearch import LineSearchWarning, scalar_search_wolfe1
+except ImportError:  # pragma: no cover - a scipy without it: the general routine
+    scalar_search_wolfe1 = None
+
+GTOL, C1, C2, SIGMA_3 = 1e-5, 1e-4, 0.4, 0.01  # scipy's CG defaults (gradient sup norm; Wolfe; descent)
+
+
+class _Memo:
+    """``fun(x) -> (f, g)`` evaluated once per point; ``value`` and ``grad`` read the cache."""
+
+    def __init__(self, fun: Callable):
+        self.fun, self.x, self.f, self.g = fun, None, 0.0, None
+
+    def _at(self, x: np.ndarray) -> None:
+        if self.x is None or not np.array_equal(x, self.x):
+            f, g = self.fun(x)
+            self.x, self.f, self.g = np.array(x, dtype=np.float64), float(f), g
+
+    def value(self, x):
+        self._at(x)
+        return self.f
+
+    def grad(self, x):
+        self._at(x)
+        return self.g
+
+
+def _line_search(memo: _Memo, xk, pk, gfk, old_fval, old_old_fval, extra):
+    """scipy's CG line search: Wolfe-1 (dcsrch) with the extra descent condition, else Wolfe-2."""
+    gval = [gfk]
+
+    def phi(s):
+        return memo.value(xk + s * pk)
+
+    def derphi(s):
+        gval[0] = memo.grad(xk + s * pk)
+        return np.dot(gval[0], pk)
+
+    stp, fval, old = scalar_search_wolfe1(phi, derphi, old_fval, old_old_fval, np.dot(gfk, pk),
+                                          c1=C1, c2=C2, amax=1e100, amin=1e-100, xtol=1e-14)
+    if stp is not None and not extra(stp, xk + stp * pk, fval, gval[0]):
+        stp = None
+    if stp is not None:
+        return stp, fval, old, gval[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LineSearchWarning)
+        ret = _wolfe2_line_search(memo.value, memo.grad, xk, pk, gfk, old_fval, old_old_fval, c1=C1, c2=C2,
+                                  amax=1e100, extra_condition=extra)
+    return None if ret[0] is None else (ret[0], ret[3], ret[4], ret[5])
+
+
+def minimize_cg(fun: Callable, x0: np.ndarray, maxiter: int) -> np.ndarray:
+    """The x of ``scipy.optimize.minimize(fun, x0, jac=True, method="CG", options={"maxiter": ...})``."""
+    if scalar_search_wolfe1 is None:  # pragma: no cover
+        return minimize(fun, x0, jac=True, method="CG", options={"maxiter": maxiter}).x
+    memo = _Memo(fun)
+    xk = np.asarray(x0, dtype=np.float64).flatten()
+    old_fval = memo.value(xk)
+    gfk = memo.grad(xk)
+    old_old_fval = old_fval + np.linalg.norm(gfk) / 2
+    pk, gnorm, k = -gfk, np.amax(np.abs(gfk)), 0
+    while gnorm > GTOL and k < maxiter:
+        deltak = np.dot(gfk, gfk)
+        cached = [None]
+
+        def pr_step(alpha, gfkp1, xk=xk, pk=pk, gfk=gfk, deltak=deltak):
+            xkp1 = xk + alpha * pk
+            beta = max(0, np.dot(gfkp1 - gfk, gfkp1) / deltak)
+            return alpha, xkp1, -gfkp1 + beta * pk, gfkp1, np.amax(np.abs(gfkp1))
+
+        def descent(alpha, xkp1, fp1, gfkp1):
+            cached[0] = pr_step(alpha, gfkp1 if gfkp1 is not None else memo.grad(xkp1))
+            _, _, p1, g1, gn1 = cached[0]
+            return gn1 <= GTOL or np.dot(p1, g1) <= -SIGMA_3 * np.dot(g1, g1)
+
+        found = _line_search(memo, xk, pk, gfk, old_fval, old_old_fval, descent)
+        if found is None:
+            break
+        alpha, old_fval, old_old_fval, gfkp1 = found
+        if cached[0] is not None and alpha == cached[0][0]:
+            _, xk, pk, gfk, gnorm = cached[0]
+        else:
+            _, xk, pk, gfk, gnorm = pr_step(alpha, gfkp1 if gfkp1 is not None else memo.grad(xk + alpha * pk))
+        k += 1
+    return xk

@@ -1,0 +1,53 @@
+"""``minimize_cg`` visits the points of scipy's CG and returns its x bit for bit."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from softrank.fastpath.conjugate_gradients import minimize_cg
+from softrank.fastpath.decoder import smooth_decoder_w
+
+
+def _smoothed(M: np.ndarray, eps: float, mu: float, delta: float):
+    p, n = M.shape
+    eye = np.eye(p)
+
+    def value_and_grad(w):
+        W = w.reshape(n, p)
+        R = M @ W - eye
+        sR, sW = np.sqrt(R * R + delta ** 2), np.sqrt(W * W + delta ** 2)
+        r, b = sR.sum(axis=1) / mu, sW.sum(axis=1) / mu
+        pr, pb = np.exp(r - r.max()), np.exp(b - b.max())
+        f = mu * (r.max() + np.log(pr.sum())) + eps * mu * (b.max() + np.log(pb.sum()))
+        pr, pb = pr / pr.sum(), pb / pb.sum()
+        return f, (M.T @ (pr[:, None] * (R / sR)) + eps * pb[:, None] * (W / sW)).ravel()
+
+    return value_and_grad
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_same_x_as_scipy_cg(seed):
+    rng = np.random.default_rng(seed)
+    p, n = int(rng.integers(2, 12)), int(rng.integers(12, 40))
+    M = rng.dirichlet(np.full(n, 0.3), size=p)
+    W0 = np.linalg.pinv(M) * (1 + 0.2 * rng.normal(size=(n, p)))
+    fun = _smoothed(M, float(rng.uniform(0.1, 0.4)), 0.05, 1e-3)
+    iters = int(rng.integers(5, 200))
+    ref = minimize(fun, W0.ravel(), jac=True, method="CG", options={"maxiter": iters}).x
+    assert np.array_equal(minimize_cg(fun, W0.ravel(), iters), ref)
+
+
+def test_a_quadratic_is_minimised():
+    rng = np.random.default_rng(7)
+    B = rng.normal(size=(8, 8))
+    Q, c = B @ B.T + np.eye(8), rng.normal(size=8)
+    x = minimize_cg(lambda x: (0.5 * x @ Q @ x - c @ x, Q @ x - c), np.zeros(8), 500)
+    assert np.allclose(x, np.linalg.solve(Q, c), atol=1e-5)
+
+
+def test_the_smoothed_decoder_lowers_the_decoder_value():
+    rng = np.random.default_rng(3)
+    M = rng.dirichlet(np.full(30, 0.2), size=4)
+    W0 = np.linalg.pinv(M)
+    value = lambda W: np.abs(M @ W - np.eye(4)).sum(axis=1).max() + 0.2 * np.abs(W).sum(axis=1).max()
+    assert value(smooth_decoder_w(M, W0, 0.2)) < value(W0)

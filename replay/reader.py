@@ -33,6 +33,14 @@ class _Reader:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self.where = str(self.folder)
+        self._resolved: Path | None = None
+
+    @property
+    def resolved(self) -> Path:
+        """The record folder with every link resolved (once per record)."""
+        if self._resolved is None:
+            self._resolved = self.folder.resolve()
+        return self._resolved
 
     def fail(self, field_name: str, message: str):
         raise InputError(self.where, field_name, message)
@@ -89,14 +97,17 @@ class _Reader:
 
     def regular_file_bytes(self, file: Path, field_name: str, shown: str) -> bytes:
         """The bytes of a regular file (never a pipe, device or socket: those could block forever)."""
-        try:
-            mode = os.stat(file).st_mode
-            if not stat.S_ISREG(mode):
-                self.fail(field_name, f"{shown} is not a regular file")
-            with open(file, "rb") as fh:
-                return fh.read()
+        try:  # opened without blocking (a FIFO would wait for a writer), then checked on the open file
+            fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
         except OSError as err:
             self.fail(field_name, f"cannot read {shown}: {err.strerror or err}")
+        with os.fdopen(fd, "rb") as fh:
+            try:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    self.fail(field_name, f"{shown} is not a regular file")
+                return fh.read()
+            except OSError as err:
+                self.fail(field_name, f"cannot read {shown}: {err.strerror or err}")
 
     # -- arrays --
     def array(self, ref, path: str, *, dtype: str = "float64", ndim: int = 2) -> np.ndarray:
@@ -112,15 +123,17 @@ class _Reader:
                                          for s in shape):
             self.fail(f"{path}.shape", f"expected {ndim} non-negative integers, got {shape!r}")
         file = (self.folder / rel).resolve()
-        if self.folder.resolve() not in file.parents:
+        if self.resolved not in file.parents:
             self.fail(f"{path}.path", f"array path escapes the record folder: {rel!r}")
         raw = self.regular_file_bytes(file, f"{path}.path", rel)
         if hashlib.sha256(raw).hexdigest() != digest.lower():
             self.fail(f"{path}.sha256", f"hash mismatch for {rel} (file altered or truncated)")
-        try:
-            arr = np.load(io.BytesIO(raw), allow_pickle=False)
-        except Exception as err:  # a corrupt .npy: numpy raises several types
-            self.fail(f"{path}.path", f"not a readable .npy file ({type(err).__name__})")
+        arr = _plain_npy(raw)
+        if arr is None:
+            try:
+                arr = np.load(io.BytesIO(raw), allow_pickle=False)
+            except Exception as err:  # a corrupt .npy: numpy raises several types
+                self.fail(f"{path}.path", f"not a readable .npy file ({type(err).__name__})")
         if arr.dtype != np.dtype(dtype).newbyteorder("<") and arr.dtype != np.dtype(dtype):
             self.fail(f"{path}.dtype", f"file holds {arr.dtype}, manifest says {dtype}")
         if list(arr.shape) != shape:
@@ -130,6 +143,26 @@ class _Reader:
             bad = np.argwhere(~np.isfinite(arr))[0].tolist()
             self.fail(path, f"non-finite entry (NaN or inf) at {bad}")
         return arr
+
+
+_NPY_V1 = re.compile(r"\{'descr': '(<f8|<i8)', 'fortran_order': False, 'shape': \(((?:\d+, )*\d*,?)\), \} *\n")
+
+
+def _plain_npy(raw: bytes) -> np.ndarray | None:
+    """A version-1.0 .npy file of little-endian float64 or int64 in C order, the form every writer
+    of this project produces, read without numpy's general header parser (a read-only view of
+    ``raw``); None for any other form, which ``np.load`` then reads or rejects."""
+    if raw[:8] != b"\x93NUMPY\x01\x00" or len(raw) < 10:
+        return None
+    end = 10 + int.from_bytes(raw[8:10], "little")
+    match = _NPY_V1.fullmatch(raw[10:end].decode("latin-1"))
+    if match is None:
+        return None
+    shape = tuple(int(s) for s in match.group(2).replace(" ", "").split(",") if s)
+    count = math.prod(shape)
+    if len(raw) != end + 8 * count:
+        return None
+    return np.frombuffer(raw, dtype=match.group(1), count=count, offset=end).reshape(shape)
 
 
 def _typename(types) -> str:

@@ -10,7 +10,9 @@ With ``--json`` one object ``{"records", "float64_seconds", "validated_seconds",
 also a breakdown by component (read, enclosure, upper, lower).  The validated breakdown comes from
 a further pass that calls the engine's pieces one by one (the enclosure the engine would choose,
 chi, the upper rule, the trivial and lower rules), so it adds up to about the validated time.
-Medians over ``--repeats`` passes, in alternation; compare the ratio, not absolute times.
+Times are CPU seconds of this process (``time.process_time``; both passes run on one thread), so
+other jobs on a shared machine barely move them; medians over ``--repeats`` passes, in
+alternation; compare the ratio, not absolute times.
 """
 
 from __future__ import annotations
@@ -86,10 +88,10 @@ class _Clock:
 
     def __init__(self):
         self.parts = dict.fromkeys(COMPONENTS, 0.0)
-        self.t = time.perf_counter()
+        self.t = time.process_time()
 
     def charge(self, component: str) -> None:
-        now = time.perf_counter()
+        now = time.process_time()
         self.parts[component] += now - self.t
         self.t = now
 
@@ -152,10 +154,10 @@ def float64_pass(folders: list[Path]) -> dict[str, float]:
 
 def validated_pass(folders: list[Path]) -> float:
     """Seconds of ``read_record`` + ``replay_record`` over every record (as ``softrank replay``)."""
-    t = time.perf_counter()
+    t = time.process_time()
     for folder in folders:
         replay_record(read_record(folder))
-    return time.perf_counter() - t
+    return time.process_time() - t
 
 
 def _enclosure(rec):

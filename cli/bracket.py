@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Callable
 
 from softrank import __version__
-from softrank.cli.common import Journal, check_count, output_dir, parallel_map, parse_eps_exact
+from softrank.cli.common import Journal, check_count, output_dir, parallel_map, parse_tolerances
 from softrank.cli.common import progress as progress_bar
 from softrank.fastpath.files import write_json
 from softrank.validated.errors import InputError
@@ -65,22 +65,6 @@ def configure(parser) -> None:
                         help="fast: later constructions only search below the best rank so far; "
                              "full: every construction's own least rank (construction study)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-
-def parse_tolerances(text: str, field: str = "eps") -> list[Fraction]:
-    """``"0.15,3/20,0.25"`` -> [3/20, 1/4]: each item the exact rational it spells
-    (``parse_eps_exact``), equal values once, sorted.  Two values whose nearest binary64 numbers
-    coincide (or round to 0 or 1) are an ``InputError``: the float64 bracket could not tell them apart."""
-    values = sorted({parse_eps_exact(part.strip(), field) for part in str(text).split(",") if part.strip()})
-    if not values:
-        raise InputError("arguments", field, "no tolerance given")
-    floats = [float(v) for v in values]
-    for v, f in zip(values, floats):
-        if not 0 < f < 1:
-            raise InputError("arguments", field, f"eps {v} rounds to {f!r} in binary64")
-    if len(set(floats)) < len(floats):
-        raise InputError("arguments", field, "two tolerances have the same nearest binary64 number")
-    return values
 
 
 class BracketJob:

@@ -17,25 +17,6 @@ from softrank.validated.errors import InputError
 MAX_LIST = 100_000  # longest integer list accepted (a span "0-10**9" is refused, not expanded)
 
 
-def parse_eps_list(text: str, field: str = "eps") -> list[float]:
-    """``"0.15,0.25"`` -> sorted distinct floats, each strictly inside (0, 1)."""
-    out = []
-    for part in str(text).split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            e = float(part)
-        except ValueError:
-            raise InputError("arguments", field, f"not a number: {part!r}") from None
-        if not 0 < e < 1:
-            raise InputError("arguments", field, f"eps must lie in (0, 1), got {part}")
-        out.append(e)
-    if not out:
-        raise InputError("arguments", field, "no tolerance given")
-    return sorted(set(out))
-
-
 def parse_eps_exact(text: str, field: str = "eps") -> Fraction:
     """``"1/4"``, ``"0.25"`` or ``"1e-1"`` -> the exact rational it spells, strictly inside (0, 1)."""
     from softrank.exact.rational import parse_rational
@@ -44,6 +25,22 @@ def parse_eps_exact(text: str, field: str = "eps") -> Fraction:
     if not 0 < eps < 1:
         raise InputError("arguments", field, f"eps must lie in (0, 1), got {text}")
     return eps
+
+
+def parse_tolerances(text: str, field: str = "eps") -> list[Fraction]:
+    """``"0.15,3/20,0.25"`` -> [3/20, 1/4]: each item the exact rational it spells
+    (``parse_eps_exact``), equal values once, sorted.  Two values whose nearest binary64 numbers
+    coincide (or round to 0 or 1) are an ``InputError``: a float64 bracket could not tell them apart."""
+    values = sorted({parse_eps_exact(part.strip(), field) for part in str(text).split(",") if part.strip()})
+    if not values:
+        raise InputError("arguments", field, "no tolerance given")
+    floats = [float(v) for v in values]
+    for v, f in zip(values, floats):
+        if not 0 < f < 1:
+            raise InputError("arguments", field, f"eps {v} rounds to {f!r} in binary64")
+    if len(set(floats)) < len(floats):
+        raise InputError("arguments", field, "two tolerances have the same nearest binary64 number")
+    return values
 
 
 def parse_int_list(text: str | None, field: str, minimum: int | None = 0) -> list[int] | None:
@@ -289,9 +286,8 @@ def dask_client(jobs: int, scheduler: str | None):
 
     cluster = None
     if scheduler in (None, "local"):
-        # Two of dask's worker defaults cost numpy-heavy records a third more CPU time, most of it
-        # in the kernel: MALLOC_TRIM_THRESHOLD_ (set by the nanny) makes every large array a fresh
-        # mmap whose pages fault in again; the statistical profiler takes the GIL every 10 ms.
+        # dask's MALLOC_TRIM_THRESHOLD_ (every large array a fresh mmap, its pages faulted in again)
+        # and 10 ms profiler cost numpy-heavy records a third more CPU time, mostly in the kernel
         with dask.config.set({"distributed.worker.profile.enabled": False,
                               "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
             cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1, processes=True,

@@ -53,8 +53,8 @@ def _extraction_api():
 
 
 def _check_arguments(args) -> list:
-    """The exact tolerances (``softrank.cli.bracket.parse_tolerances``), after the other checks."""
-    from softrank.cli.bracket import parse_tolerances
+    """The exact tolerances (``softrank.cli.common.parse_tolerances``), after the other checks."""
+    from softrank.cli.common import parse_tolerances
 
     if args.jobs < 1:
         raise InputError("arguments", "jobs", f"must be a positive integer, got {args.jobs}")

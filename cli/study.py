@@ -10,7 +10,8 @@ import json
 import sys
 from contextlib import ExitStack
 
-from softrank.cli.common import check_count, parse_eps_list, parse_int_list, progress
+from softrank.cli.common import parse_tolerances
+from softrank.cli.common import check_count, parse_int_list, progress
 from softrank.cli.extract import one_line_warnings
 from softrank.validated.errors import InputError
 
@@ -66,7 +67,7 @@ def _configure_kappa(sub) -> None:
 def _arguments(args) -> dict:
     widths = parse_int_list(args.widths, "widths", minimum=1)
     budgets = parse_int_list(args.budgets, "budgets", minimum=0)
-    eps = parse_eps_list(args.eps)
+    eps = parse_tolerances(args.eps)  # the exact rational the text spells, as in softrank bracket
     if len(eps) != 1:
         raise InputError("arguments", "eps", "the study takes one tolerance")
     check_count(args.operators, "operators")
@@ -121,7 +122,7 @@ def _print(result: dict) -> None:
 
     console = Console(width=None if sys.stdout.isatty() else 140)
     settings = result["settings"]
-    table = Table(title=f"softrank study widths: {settings['model']}, eps {settings['eps']:g}, "
+    table = Table(title=f"softrank study widths: {settings['model']}, eps {settings['eps']}, "
                         f"{settings['operators_per_width']} operators per width; validated feasible / impossible / "
                         "unresolved (float64 feasible)")
     table.add_column("N", justify="right")

@@ -178,7 +178,7 @@ def run_study(model, out, widths=DEFAULT_WIDTHS, budgets=DEFAULT_BUDGETS, operat
     ``progress(stage, done, total)`` is called as each stage advances."""
     import time
 
-    from softrank.fastpath.bracket_store import bracket_store
+    from softrank.fastpath.bracket_store import bracket_store, eps_text
     from softrank.fastpath.files import write_csv, write_json
 
     out, seconds = Path(out), {}
@@ -197,10 +197,11 @@ def run_study(model, out, widths=DEFAULT_WIDTHS, budgets=DEFAULT_BUDGETS, operat
     t0 = time.perf_counter()
     rows = replay_store_rows(store, jobs=jobs, progress=report("replay"))
     seconds["replay"] = time.perf_counter() - t0
-    rows = [r for r in rows if abs(r["eps"] - eps) < 1e-12]
+    rows = [r for r in rows if abs(r["eps"] - float(eps)) < 1e-12]
     result = {"cells": aggregate(rows, budgets), "classes": classify(rows, budgets), "seconds": seconds,
               "settings": {"model": str(getattr(model, "name", model)), "widths": sorted(set(widths)),
-                           "budgets": list(budgets), "operators_per_width": operators, "eps": eps}}
+                           "budgets": list(budgets), "operators_per_width": operators,
+                           "eps": eps_text(eps)}}
     write_csv(out / "study.csv", rows)
     write_csv(out / "cells.csv", result["cells"])
     write_json(out / "study.json", result)

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from softrank.cli.common import (check_count, parse_count, parse_eps_exact, parse_eps_list, parse_int_list,
+from softrank.cli.common import (check_count, parse_count, parse_eps_exact, parse_int_list, parse_tolerances,
                                  progress)
 from softrank.cli.tables import write_table
 from softrank.validated.errors import InputError
@@ -23,11 +23,11 @@ def _in_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
 
-def test_parse_eps_list():
-    assert parse_eps_list("0.35, 0.15,0.25,0.15") == [0.15, 0.25, 0.35]
+def test_parse_tolerances():
+    assert parse_tolerances("0.35, 0.15,0.25,0.15") == [Fraction(3, 20), Fraction(1, 4), Fraction(7, 20)]
     for bad in ("", "0", "1", "abc", "0.2,1.5", " , "):
         with pytest.raises(InputError):
-            parse_eps_list(bad)
+            parse_tolerances(bad)
 
 
 def test_parse_eps_exact():

@@ -103,7 +103,7 @@ def test_cli_run_bad_arguments(tmp_path, capsys, argv):
 def test_parse_tolerances_reads_exact_rationals():
     from fractions import Fraction
 
-    from softrank.cli.bracket import parse_tolerances
+    from softrank.cli.common import parse_tolerances
     from softrank.validated.errors import InputError
 
     assert parse_tolerances("0.25, 0.15,3/20,1.5e-1,1e-1") == [Fraction(1, 10), Fraction(3, 20), Fraction(1, 4)]

@@ -125,7 +125,7 @@ def _tree(tmp_path: Path) -> Path:
     ("advisors", "from softrank.exact.lp import LP\n"),
     ("advisors", "from softrank.fastpath import bracket\n"),
     # the producer reaching into the front ends
-    ("fastpath", "from softrank.cli.common import parse_eps_list\n"),
+    ("fastpath", "from softrank.cli.common import parse_tolerances\n"),
     ("fastpath", "from ..cli import tables\n"),
     ("fastpath", "def f():\n    import softrank.cli\n"),
 ])

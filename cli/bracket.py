@@ -87,6 +87,7 @@ class BracketJob:
         self.journal = Journal(self.out / JOURNAL, params, resume=resume)  # other parameters: InputError
         start_run(self.out)  # from here on nothing in OUT looks complete
         self.done = self._finished() if resume else {}
+        self.errors: list[str] = []  # one line per malformed record (not bracketed; exit code 2)
 
     @property
     def total(self) -> int:
@@ -123,8 +124,8 @@ class BracketJob:
         payloads = dict(self.done)
         tasks = [(f, str(self.out), tuple(self.eps), self.mode) for f in todo]
         for i, payload in parallel_map(bracket_task, tasks, jobs=jobs, scheduler=scheduler):
-            name = Path(todo[i]).name
-            payloads[name] = self.journal.add(name, payload)
+            name = Path(todo[i]).name  # a malformed record is not journaled: a resumed run tries it again
+            payloads[name] = payload if payload.get("error") else self.journal.add(name, payload)
             if progress:
                 progress(len(payloads), self.total)
         return self._finish(payloads)
@@ -134,12 +135,13 @@ class BracketJob:
         from softrank.fastpath.bracket_store import eps_text, file_sha256, write_tables
 
         rows = [row for folder in self.folders for row in payloads[Path(folder).name]["rows"]]
+        self.errors = [payloads[Path(f).name]["error"] for f in self.folders if payloads[Path(f).name].get("error")]
         table = write_tables(self.out, rows)
         write_json(self.out / MANIFEST, {
             "complete": True, "command": "softrank bracket", "softrank_version": __version__,
             "store": str(self.store.resolve()), "out": str(self.out.resolve()),
             "eps": [eps_text(e) for e in self.eps], "mode": self.mode, "records": self.total,
-            "rows": len(rows), "resumed": self.resumed,
+            "rows": len(rows), "resumed": self.resumed, "malformed": self.errors,
             "sha256": {"bracket.csv": file_sha256(table), "index.csv": file_sha256(self.out / "index.csv")}})
         self.journal.remove()
         return sorted(rows, key=lambda r: (r["record_id"], r["eps"]))
@@ -173,8 +175,11 @@ def run(args) -> int:
     rows = _execute(job, jobs, getattr(args, "scheduler", None), not args.no_progress, "bracket")
     elapsed = time.perf_counter() - t0
     resumed = f" ({job.resumed} from the journal)" if job.resumed else ""
-    print(f"softrank bracket: {job.total} records{resumed} x {len(eps_list)} tolerances in {elapsed:.1f} s "
-          f"-> {job.out}")
+    for line in job.errors:
+        print(f"softrank bracket: error: {line}", file=sys.stderr)
+    malformed = f", {len(job.errors)} malformed (not bracketed)" if job.errors else ""
+    print(f"softrank bracket: {job.total} records{resumed}{malformed} x {len(eps_list)} tolerances in "
+          f"{elapsed:.1f} s -> {job.out}")
     for text in dict.fromkeys(r["eps_text"] for r in sorted(rows, key=lambda r: r["eps"])):
         sel = [r for r in rows if r["eps_text"] == text]
         ratios = [r["upper"] / r["lower"] for r in sel if r["upper"] is not None and r["lower"]]
@@ -183,4 +188,4 @@ def run(args) -> int:
         print(f"  eps {text}: median L {statistics.median(r['lower'] for r in sel):g}, median U "
               f"{statistics.median(uppers):g}, median U/L {statistics.median(ratios) if ratios else float('nan'):.2f}, "
               f"resolved {100 * share:.1f}%")
-    return 0
+    return 2 if job.errors else 0

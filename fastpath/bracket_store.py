@@ -27,6 +27,7 @@ from softrank.exact.rational import parse_rational
 from softrank.fastpath.files import write_csv
 from softrank.fastpath.writer import RecordWriter, exact_text, recover_store, write_index
 from softrank.replay.reader import list_records, read_record
+from softrank.validated.errors import InputError
 
 PRODUCER = "softrank.fastpath.bracket 0.1"
 BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -114,14 +115,18 @@ def bracket_task(args: tuple) -> dict:
     """One record, ``(folder, out_store, eps_list, mode)``, bracketed and written with one BLAS
     thread (scipy's too); returns plain data: ``record_id``, its table ``rows``, and the SHA-256
     of the source ``record.json`` before and of the written one after (``source_sha256``,
-    ``written_sha256``)."""
+    ``written_sha256``); a malformed record gives no rows and its one-line ``error``."""
     folder, out_store, eps_list, mode = args
     import scipy.linalg  # noqa: F401  (loaded first, so that the limit reaches scipy's BLAS too)
     from threadpoolctl import threadpool_limits
 
     source = file_sha256(Path(folder) / "record.json")
-    with threadpool_limits(limits=1):
-        rows, written = _bracket_and_write(folder, out_store, eps_list, mode)
+    try:
+        with threadpool_limits(limits=1):
+            rows, written = _bracket_and_write(folder, out_store, eps_list, mode)
+    except InputError as err:  # a malformed record: reported, and the others are still bracketed
+        return {"record_id": Path(folder).name, "rows": [], "error": err.one_line(), "source_sha256": source,
+                "written_sha256": ""}
     return {"record_id": written.name, "rows": rows, "source_sha256": source,
             "written_sha256": file_sha256(written / "record.json")}
 

@@ -172,3 +172,19 @@ def test_a_run_first_puts_back_a_record_a_killed_writer_left_half_replaced(prist
     assert main(["bracket", str(store), "--eps", "1/4", "--jobs", "1", "--no-progress"]) == 0
     assert _table(store) == _table(reference) and _records(store) == _records(reference)
     assert not [p.name for p in records.iterdir() if p.name.startswith(".")]
+
+
+def test_a_malformed_record_is_reported_and_the_others_are_bracketed(pristine_and_reference, tmp_path):
+    pristine, reference = pristine_and_reference
+    store = tmp_path / "store"
+    shutil.copytree(pristine, store)
+    (store / "records" / "demo-05" / "record.json").write_text("{ truncated")
+    proc = subprocess.run([*BRACKET, "--jobs", "1", str(store), "--out", str(tmp_path / "out")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if "error" in line]
+    assert len(errors) == 1 and "demo-05" in errors[0] and "record.json" in errors[0]
+    expected = [row for row in _table(reference) if row["record_id"] != "demo-05"]
+    assert _table(tmp_path / "out") == expected and len(expected) == RECORDS - 1
+    manifest = json.loads((tmp_path / "out" / "bracket-manifest.json").read_text())
+    assert len(manifest["malformed"]) == 1

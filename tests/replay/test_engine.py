@@ -5,6 +5,7 @@ so the test plants one)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from helpers import rowsoftmax_float
 from softrank.fastpath.writer import RecordWriter
@@ -66,3 +67,47 @@ def test_an_unexpected_float_environment_sends_every_check_to_arb(tmp_path, monk
     monkeypatch.setattr(engine, "binary64_environment_ok", lambda: False)  # as under flush-to-zero
     (t,) = replay_record(record).tolerances
     assert t.upper.route == "arb" and t.upper.proved
+
+
+def test_budget_verdicts_at_their_boundaries():
+    from softrank.replay.engine import validated_verdict
+
+    assert validated_verdict(5, 5, None) == "unresolved"  # L = k: r_eps >= 5 leaves rank 5 possible
+    assert validated_verdict(5, 6, None) == "impossible"
+    assert validated_verdict(5, 1, 5) == "feasible" and validated_verdict(5, 1, 6) == "unresolved"
+
+
+def test_results_cannot_be_changed_after_the_replay(tmp_path):
+    import dataclasses
+
+    (t,) = replay_record(_record(tmp_path, 1)).tolerances
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        t.lowers[0].claimed = 99
+
+
+def test_without_an_enclosure_nothing_is_proved_and_the_upper_check_names_lemma_u(tmp_path, monkeypatch):
+    from softrank.replay import engine
+
+    record = _record(tmp_path, 1)
+
+    def no_enclosure(*args, **kwargs):
+        raise ArithmeticError("planted: no enclosure")
+
+    monkeypatch.setattr(engine, "softmax_binary64_enclosure", no_enclosure)
+    monkeypatch.setattr(engine, "logits_balls", no_enclosure)
+    (t,) = replay_record(record).tolerances
+    assert t.upper.outcome is Outcome.UNRESOLVED and t.upper.lemma == rules.UPPER_RULE.proofs[0]
+    assert "no enclosure" in t.upper.reason and t.validated_upper is None
+    assert t.validated_lower == 1 and t.lower_kind.startswith("trivial")  # Lemma T needs no enclosure
+
+
+def test_with_no_rule_proving_anything_the_lower_end_is_zero(tmp_path, monkeypatch):
+    from softrank.replay import engine
+
+    record = _record(tmp_path, 1)
+    never = lambda claim: Check(Outcome.UNRESOLVED, "planted", reason="planted")  # noqa: E731
+    monkeypatch.setattr(engine, "TRIVIAL_RULE", rules.Rule("trivial", "lower", (), never))
+    monkeypatch.setitem(rules.LOWER_RULES, "frobenius", rules.Rule("frobenius", "lower", (), never))
+    (t,) = replay_record(record).tolerances
+    assert t.validated_lower == 0 and t.lower_kind == ""
+    assert t.validated_upper == 12 and t.verdict(0) == "unresolved" and t.verdict(12) == "feasible"

@@ -96,3 +96,68 @@ def test_certificate_w_must_be_float64_with_the_claimed_columns():
     assert "shape" in check("decoder", 3, rows, wide).reason  # more columns than the claimed rank
     assert "shape" in check("projected", 2, rows, np.zeros((h.shape[1], 0))).reason  # no column
     assert "malformed" not in check("projected", 1, rows, w).reason  # any q >= 1 columns is well-formed
+
+
+def test_a_claim_cannot_be_changed_after_it_is_made():
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        _claim().eps = Fraction(1, 2)
+
+
+@pytest.mark.parametrize("lower", [True, 2.0, "2", 0])
+def test_the_claimed_lower_end_must_be_an_integer_of_at_least_one(lower):
+    a = _claim().a_hat
+    cert = LowerCertificate(kind="decoder", lower=lower, data={"rows": np.array([0, 1]), "W": np.linalg.pinv(a[[0, 1]])})
+    chk = check_lower_certificate(_claim(cert=cert))
+    assert chk.outcome is Outcome.UNRESOLVED and "claimed lower must be an integer" in chk.reason
+
+
+def test_rows_must_be_one_dimensional_and_w_two_dimensional():
+    a = _claim().a_hat
+    w = np.linalg.pinv(a[[0, 1]])
+    scalar = check_lower_certificate(_claim(cert=LowerCertificate(kind="decoder", lower=1, data={
+        "rows": np.array(0, dtype=np.int64), "W": w[:, :1]})))
+    assert "1-d int64" in scalar.reason
+    for bad in (w[:, 0], w[None]):
+        chk = check_lower_certificate(_claim(cert=LowerCertificate(kind="decoder", lower=2, data={
+            "rows": np.array([0, 1]), "W": bad})))
+        assert chk.outcome is Outcome.UNRESOLVED and "2-d float64" in chk.reason, bad.shape
+
+
+def test_the_w_shape_message_says_what_was_expected():
+    n = 6
+    a = _claim(n).a_hat
+    rows = np.array([0, 1])
+    dec = check_lower_certificate(_claim(n, cert=LowerCertificate(kind="decoder", lower=2, data={
+        "rows": rows, "W": np.linalg.pinv(a[[0, 1, 2]])})))
+    assert f"expected [{n}, 2]" in dec.reason
+    proj = check_lower_certificate(_claim(n, cert=LowerCertificate(kind="projected", lower=2, data={
+        "rows": rows, "W": np.zeros((n, 0))})))
+    assert f"expected [{n}, q >= 1]" in proj.reason
+
+
+def test_a_decoder_needs_as_many_rows_as_its_claimed_lower_end():
+    a = _claim().a_hat
+    cert = LowerCertificate(kind="decoder", lower=2, data={"rows": np.array([0, 1, 2]),
+                                                          "W": np.linalg.pinv(a[[0, 1]])})
+    assert "decoder needs |rows| = lower = 2, got 3 rows" in check_lower_certificate(_claim(cert=cert)).reason
+
+
+def test_a_decoder_with_hundreds_of_rows_is_compared_by_value():
+    """|rows| = lower compared as numbers (not as objects: Python caches small integers only)."""
+    n = 300
+    h = 40.0 * np.eye(n)  # A = rowsoftmax(H) is almost the identity: every row is decodable
+    claim = Claim(enclosure=softmax_enclosure_of(h), chi=None, eps=Fraction(1, 4), strict=False, shape=(n, n))
+    rows = np.arange(n, dtype=np.int64)
+    cert = LowerCertificate(kind="decoder", lower=n, data={"rows": rows, "W": np.eye(n)})
+    assert check_lower_certificate(Claim(**{**claim.__dict__, "cert": cert})).proved
+
+
+def test_the_trivial_rule_counts_rows_not_columns_and_needs_a_positive_eps():
+    from types import SimpleNamespace
+
+    no_rows = SimpleNamespace(a_mid=np.zeros((0, 3)))
+    assert TRIVIAL_RULE.check(Claim(enclosure=no_rows, chi=None, eps=Fraction(1, 2), strict=False)).outcome \
+        is Outcome.UNRESOLVED
+    assert TRIVIAL_RULE.check(_claim(eps=Fraction(-1, 4))).outcome is Outcome.UNRESOLVED

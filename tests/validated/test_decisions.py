@@ -82,3 +82,35 @@ def test_an_overflowing_witness_is_never_proved_by_a_bound():
     huge = x * 1e300  # products overflow: no binary64 bound exists
     chk = check_upper_witness(enc, huge, y, F(1, 2))
     assert chk.outcome is not Outcome.PROVED and chk.route == "arb"
+
+
+def test_exact_fractions_of_large_binary64_numbers():
+    from softrank.validated.balls import exact_fraction
+
+    for x in (2.0 ** 60, 3 * 2.0 ** 55, 1.5, 2.0 ** -30, 12345.0):
+        assert exact_fraction(arb(x)) == F(x)
+
+
+def test_a_non_finite_value_names_the_file_and_field():
+    from softrank.validated.balls import arb_from_binary64, fraction_from_binary64
+    from softrank.validated.errors import InputError
+
+    for convert in (arb_from_binary64, fraction_from_binary64):
+        with pytest.raises(InputError) as err:
+            convert(float("nan"), "x.json", "scale")
+        assert err.value.one_line().startswith("x.json: field 'scale'")
+        with pytest.raises(InputError) as err:
+            convert(float("inf"))
+        assert err.value.one_line().startswith("input:")
+
+
+def test_printed_bounds_have_seventeen_significant_digits_rounded_outward():
+    from softrank.validated.balls import decimal_at_least, decimal_at_most
+
+    assert decimal_at_least(F(1, 3)) == "0.33333333333333334"
+    assert decimal_at_most(F(2, 3)) == "0.66666666666666666"
+
+
+def test_a_missed_tail_threshold_reports_its_relative_margin():
+    chk = decide_tail("L", "tail", F(1, 10), F(1, 5), F(1, 10), "exact", [])  # 0.01 .. 0.04 vs 0.1
+    assert chk.outcome is Outcome.REFUTED and "relative margin -9.000e-01" in chk.reason

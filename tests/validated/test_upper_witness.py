@@ -146,3 +146,27 @@ def test_rank_zero_witness():
     enc = rowsoftmax_enclosure(logits_balls(logits=h))
     x, y = np.zeros((2, 0)), np.zeros((2, 0))
     assert check_upper_witness(enc, x, y, Fraction(99, 100)).outcome is Outcome.REFUTED  # ||A||_inf = 1
+
+
+def test_the_rank_zero_witness_error_is_the_row_mass_one():
+    h = np.random.default_rng(4).normal(size=(5, 7))
+    enc = rowsoftmax_enclosure(logits_balls(logits=h))
+    chk = check_upper_witness(enc, np.zeros((5, 0)), np.zeros((7, 0)), Fraction(1, 4), strict=True)
+    assert chk.outcome is Outcome.REFUTED and 1.0 <= float(chk.value) < 1.0 + 1e-12
+
+
+def test_an_arb_route_proof_prints_its_bound():
+    h = np.random.default_rng(5).normal(size=(6, 6))
+    enc = rowsoftmax_enclosure(logits_balls(logits=h))
+    chk = check_upper_witness(enc, softmax64(h), np.eye(6), Fraction(1, 4), strict=True)
+    assert chk.proved and chk.route == "arb" and chk.value != "inf" and 0 <= float(chk.value) < 1e-12
+
+
+def test_an_overflowing_a_hat_leaves_the_direct_route_in_charge():
+    """Lemma S's term overflows (a_hat far from A: no bound), the direct Lemma U bound still proves."""
+    h = np.random.default_rng(6).normal(size=(4, 4))
+    enc = rowsoftmax_enclosure(logits_balls(logits=h))
+    huge = np.full((4, 4), 1e308)
+    huge[:, 1::2] = -1e308
+    chk = check_upper_witness(enc, softmax64(h), np.eye(4), Fraction(1, 4), chi=Fraction(1, 10 ** 15), a_hat=huge)
+    assert chk.proved and chk.route == "binary64-bound"

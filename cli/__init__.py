@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "extract": ("softrank.cli.extract", "capture attention operators from a model into a store"),
     "bracket": ("softrank.cli.bracket", "float64 witnesses and lower certificates for a store"),
     "demo": ("softrank.cli.demo", "build a small demonstration store (no models needed)"),
+    "tighten": ("softrank.cli.tighten", "heavier search on a bracketed store: lower upper ends, grow decoders"),
     "replay": ("softrank.cli.replay", "validated replay of every certificate in a store"),
     "regress": ("softrank.cli.regress", "float64 versus validated verdict transitions for a replay table"),
     "report": ("softrank.cli.report", "one self-contained HTML report (figures and tables) of a replay"),

@@ -1,0 +1,115 @@
+"""``softrank tighten STORE --out STORE2``: the heavier search that ``softrank run`` leaves out,
+on a bracketed store (``fastpath/tighten.py``): per record and tolerance, the upper end lowered by
+a smoothed-minimax optimiser stepping down from the stored witness, the lower end raised by
+growing the stored decoder with W from the eps* linear program, within ``--budget`` seconds per
+record.  A witness or certificate is written only when strictly better and checked in float64;
+the stored certificates stay in the record, so no bracket gets worse.  STORE is never changed:
+the tightened records (and the others, copied unchanged) go to STORE2, a new or empty folder,
+with ``tighten.csv`` (record, eps, L/U before and after, seconds) and ``index.csv``.  Replay
+STORE2 (``softrank replay STORE2``) to validate the new ends.
+
+``--eps`` chooses stored tolerances (matched by their nearest binary64 number) and the order in
+which they share each record's budget; ``--only-unresolved`` skips tolerances already resolved;
+``--records`` limits the work to some records (the others are copied); ``--lower-goal upper``
+grows decoders past the resolving lower end, toward the upper end.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+from softrank.cli.common import output_dir, parse_eps_exact
+from softrank.cli.common import progress as progress_bar
+from softrank.validated.errors import InputError
+
+DEFAULT_BUDGET = 120.0
+
+
+def configure(parser) -> None:
+    parser.add_argument("store", metavar="STORE", help="a bracketed SoftRank store (from softrank bracket or run)")
+    parser.add_argument("--out", required=True, metavar="STORE2",
+                        help="write the tightened store here (a new or empty folder)")
+    parser.add_argument("--eps", default=None,
+                        help="stored tolerances to tighten, comma separated, in this order (default: all stored)")
+    parser.add_argument("--budget", default=str(DEFAULT_BUDGET), metavar="SECONDS",
+                        help=f"seconds per record, shared by its tolerances (default {DEFAULT_BUDGET:g})")
+    parser.add_argument("--only-unresolved", action="store_true", help="skip tolerances already resolved")
+    parser.add_argument("--records", default=None, metavar="ID,...",
+                        help="tighten only these records (the others are copied unchanged)")
+    parser.add_argument("--lower-goal", choices=("resolve", "upper"), default="resolve",
+                        help="grow decoders up to the least lower end that resolves the bracket (default), "
+                             "or up to the upper end")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def parse_budget(text: str) -> float:
+    """A positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError("arguments", "budget", f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise InputError("arguments", "budget", f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def parse_eps_items(text: str | None) -> list | None:
+    """``"0.25,0.15"`` -> the exact rationals, in that order, each once (None: all stored)."""
+    if text is None:
+        return None
+    items = [parse_eps_exact(part.strip(), "eps") for part in str(text).split(",") if part.strip()]
+    if not items:
+        raise InputError("arguments", "eps", "no tolerance given")
+    return list(dict.fromkeys(items))
+
+
+def parse_records(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    ids = [part.strip() for part in str(text).split(",") if part.strip()]
+    if not ids:
+        raise InputError("arguments", "records", "no record id given")
+    return list(dict.fromkeys(ids))
+
+
+def check_paths(store, out, eps_list, records) -> Path:
+    """STORE must be a store holding the chosen records and tolerances; STORE2 must differ from
+    it and be new or empty (nothing there is changed otherwise)."""
+    from softrank.fastpath.tighten import check_selection
+
+    check_selection(store, eps_list, records)  # InputError when STORE is not a store
+    out_path = Path(out)
+    if out_path.exists() and out_path.resolve() == Path(store).resolve():
+        raise InputError(str(out), "out", "is the input store (tighten writes a new store; STORE is never changed)")
+    return output_dir(out, empty=True)
+
+
+def run(args) -> int:
+    budget = parse_budget(args.budget)
+    eps_list = parse_eps_items(args.eps)
+    records = parse_records(args.records)
+    out = check_paths(args.store, args.out, eps_list, records)
+    from softrank.fastpath.bracket_store import limit_threads
+    from softrank.fastpath.tighten import tighten_store
+    from softrank.replay.reader import list_records
+
+    limit_threads()
+    total = len(list_records(args.store))
+    t0 = time.perf_counter()
+    with progress_bar(not args.no_progress, total, "tighten") as update:
+        rows = tighten_store(args.store, out, eps_list, budget, args.only_unresolved, records,
+                             progress=lambda done, _total: update(done), lower_goal=args.lower_goal)
+    print(f"softrank tighten: {total} records, {len(rows)} (record, eps) tried in "
+          f"{time.perf_counter() - t0:.1f} s -> {out} (table {out / 'tighten.csv'})")
+    for text in dict.fromkeys(r["eps"] for r in sorted(rows, key=lambda r: r["eps_value"])):
+        sel = [r for r in rows if r["eps"] == text]
+        up = sum(r["upper_after"] != r["upper_before"] for r in sel)
+        lo = sum(r["lower_after"] != r["lower_before"] for r in sel)
+        res = sum(bool(r["resolved_after"]) for r in sel)
+        ratio = [r["upper_after"] / r["lower_after"] for r in sel if r["upper_after"] is not None]
+        print(f"  eps {text}: {len(sel)} tried, upper lowered {up}, lower raised {lo}, resolved "
+              f"{sum(bool(r['resolved_before']) for r in sel)} -> {res}, median U/L after "
+              f"{statistics.median(ratio) if ratio else float('nan'):.2f}")
+    return 0

@@ -1,0 +1,75 @@
+"""``softrank tighten``: bad input is one line on stderr with exit code 2 and nothing written; a
+good run writes a complete store and ``tighten.csv`` without touching STORE."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from softrank.cli import main
+from softrank.fastpath.float64 import rowsoftmax64
+from softrank.fastpath.writer import RecordWriter
+
+N = 20
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tighten")
+    rng = np.random.default_rng(5)
+    Q, K = rng.normal(size=(N, 3)), rng.normal(size=(N, 3))
+    A = rowsoftmax64(2.0 * Q @ K.T)
+    U, s, Vt = np.linalg.svd(A)
+    with RecordWriter(root / "store", "syn-0", provenance={"model": "synthetic"}) as w:
+        w.set_qk(Q, K, 2.0)
+        w.set_a_hat(A)
+        cert = {"kind": "decoder", "lower": 1, "rows": np.array([0], dtype=np.int64), "W": np.ones((N, 1))}
+        w.add_tolerance(0.25, upper=(U * s, Vt.T, "tsvd"), lower=[cert], float64={"lower": 1, "upper": N})
+    (root / "afile").write_text("keep me")
+    (root / "full").mkdir()
+    (root / "full" / "x").write_text("x")
+    return root
+
+
+CASES = [
+    ("store --out store", "input store"),
+    ("store --out afile", "afile"),
+    ("store --out full", "not empty"),
+    ("store --out o1 --budget 0", "budget"),
+    ("store --out o2 --budget soon", "budget"),
+    ("store --out o3 --eps 0.3", "no record stores"),
+    ("store --out o4 --eps 1.5", "eps"),
+    ("store --out o5 --records syn-0,nope", "nope"),
+    ("nostore --out o6", "records"),
+]
+
+
+@pytest.mark.parametrize("command, needle", CASES, ids=[c for c, _ in CASES])
+def test_bad_input_is_one_line_exit_2(work, command, needle, capsys, monkeypatch):
+    monkeypatch.chdir(work)
+    before = sorted(p.name for p in work.iterdir())
+    code = main(["tighten", *command.split(), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and needle in err[0], (command, err)
+    assert sorted(p.name for p in work.iterdir()) == before  # no output folder was made
+    assert (work / "afile").read_text() == "keep me"
+
+
+def test_bad_input_exit_code_from_the_console(work):
+    proc = subprocess.run([sys.executable, "-m", "softrank", "tighten", "store", "--out", "o7", "--budget", "-1"],
+                          cwd=work, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in proc.stderr and not (work / "o7").exists()
+
+
+def test_tighten_writes_a_store_and_table(work, capsys):
+    src = (work / "store" / "records" / "syn-0" / "record.json").read_bytes()
+    code = main(["tighten", str(work / "store"), "--out", str(work / "good"), "--budget", "3", "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0 and "softrank tighten: 1 records" in out and "eps 0.25" in out
+    assert (work / "store" / "records" / "syn-0" / "record.json").read_bytes() == src  # STORE untouched
+    lines = (work / "good" / "tighten.csv").read_text().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("syn-0,synthetic,0.25,0.25,1,20,")
+    assert (work / "good" / "records" / "syn-0" / "record.json").exists()

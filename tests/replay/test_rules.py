@@ -161,3 +161,11 @@ def test_the_trivial_rule_counts_rows_not_columns_and_needs_a_positive_eps():
     assert TRIVIAL_RULE.check(Claim(enclosure=no_rows, chi=None, eps=Fraction(1, 2), strict=False)).outcome \
         is Outcome.UNRESOLVED
     assert TRIVIAL_RULE.check(_claim(eps=Fraction(-1, 4))).outcome is Outcome.UNRESOLVED
+
+
+def test_a_complex_w_is_malformed():
+    a = _claim().a_hat
+    w = np.linalg.pinv(a[[0, 1]]).astype(np.complex128)
+    chk = check_lower_certificate(_claim(cert=LowerCertificate(kind="decoder", lower=2, data={
+        "rows": np.array([0, 1]), "W": w})))
+    assert chk.outcome is Outcome.UNRESOLVED and "2-d float64" in chk.reason

@@ -114,3 +114,10 @@ def test_printed_bounds_have_seventeen_significant_digits_rounded_outward():
 def test_a_missed_tail_threshold_reports_its_relative_margin():
     chk = decide_tail("L", "tail", F(1, 10), F(1, 5), F(1, 10), "exact", [])  # 0.01 .. 0.04 vs 0.1
     assert chk.outcome is Outcome.REFUTED and "relative margin -9.000e-01" in chk.reason
+
+
+def test_printed_integers_and_zero():
+    from softrank.validated.balls import decimal_at_least, decimal_at_most
+
+    assert decimal_at_most(F(-1)) == "-1" and decimal_at_least(F(-1)) == "-1"
+    assert decimal_at_least(F(0)) == "0" and decimal_at_most(F(-0)) == "0"

@@ -169,3 +169,10 @@ def test_a_complex_w_is_malformed():
     chk = check_lower_certificate(_claim(cert=LowerCertificate(kind="decoder", lower=2, data={
         "rows": np.array([0, 1]), "W": w})))
     assert chk.outcome is Outcome.UNRESOLVED and "2-d float64" in chk.reason
+
+
+def test_a_registered_rule_cannot_be_changed():
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        UPPER_RULE.check = None

@@ -121,3 +121,20 @@ def test_printed_integers_and_zero():
 
     assert decimal_at_most(F(-1)) == "-1" and decimal_at_least(F(-1)) == "-1"
     assert decimal_at_least(F(0)) == "0" and decimal_at_most(F(-0)) == "0"
+
+
+def test_exact_fraction_refuses_a_ball_with_a_radius():
+    from softrank.validated.balls import exact_fraction
+
+    with pytest.raises(ValueError):
+        exact_fraction(arb(1, 0.5))
+
+
+def test_outward_rounding_does_not_step_past_a_float_that_already_bounds():
+    assert float_at_least(F(1, 10)) == 0.1  # binary64(0.1) > 1/10 already
+    assert float_at_most(F(1, 3)) == 1 / 3  # binary64(1/3) < 1/3 already
+
+
+def test_a_tail_whose_lower_end_is_negative_is_never_proved():
+    chk = decide_tail("L", "tail", F(-1, 2), F(2), F(1, 10), "exact", [])  # lo^2 = 1/4 > 1/10, but lo < 0
+    assert chk.outcome is Outcome.UNRESOLVED

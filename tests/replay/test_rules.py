@@ -38,7 +38,7 @@ def test_unknown_kind_is_rejected_with_a_reason():
 
 
 @pytest.mark.parametrize("eps, proved", [(Fraction(1, 4), True), (Fraction(999, 1000), True),
-                                         (Fraction(1), False), (Fraction(0), False)])
+                                         (Fraction(1), False), (Fraction(0), False), (Fraction(3, 2), False)])
 def test_the_trivial_rule_needs_eps_strictly_inside_zero_one(eps, proved):
     assert TRIVIAL_RULE.check(_claim(eps=eps)).proved is proved
 

@@ -21,6 +21,7 @@ from softrank.validated.frobenius_tail import LEMMA_F, check_frobenius_tail
 from softrank.validated.outcome import Check, Outcome
 from softrank.validated.projected_tail import LEMMA_P, check_projected_tail
 from softrank.validated.singular_values import LEMMA_E
+from softrank.validated.subspace_certificate import LEMMA_G, check_subspace_certificate
 from softrank.validated.softmax_enclosure import SoftmaxEnclosure
 from softrank.validated.upper_witness import LEMMA_U, check_upper_witness
 
@@ -153,6 +154,48 @@ def check_decoder(claim: Claim) -> Check:
     return _guarded(LEMMA_D, body)
 
 
+def _indices(claim: Claim, key: str, n: int) -> np.ndarray:
+    idx = claim.cert.data.get(key)
+    if not isinstance(idx, np.ndarray) or idx.dtype != np.int64 or idx.ndim != 1 or idx.size == 0:
+        raise MalformedCertificate(f"{key!r} must be a non-empty 1-d int64 array")
+    if idx.min() < 0 or idx.max() >= n:
+        raise MalformedCertificate(f"{key!r} has an index outside [0, {n})")
+    if np.unique(idx).size != idx.size:
+        raise MalformedCertificate(f"{key!r} has repeated indices")
+    return idx
+
+
+def _matrix(claim: Claim, key: str, shape: tuple[int, int]) -> np.ndarray:
+    x = claim.cert.data.get(key)
+    if not isinstance(x, np.ndarray) or x.dtype != np.float64 or x.shape != shape:
+        got = f"{x.dtype} with shape {list(x.shape)}" if isinstance(x, np.ndarray) else type(x).__name__
+        raise MalformedCertificate(f"{key!r} must be a float64 array of shape {list(shape)}, got {got}")
+    if not np.all(np.isfinite(x)):
+        raise MalformedCertificate(f"{key!r} has a non-finite entry")
+    return x
+
+
+def check_subspace(claim: Claim) -> Check:
+    """kind "subspace": Lemma G; PROVED implies r_eps(A) >= lower."""
+    def body() -> Check:
+        m, n = claim.enclosure.a_mid.shape
+        lower = _claimed_lower(claim)
+        w = _w(claim, n, lower)
+        pivots = _indices(claim, "pivots", n)
+        if pivots.size != lower:
+            raise MalformedCertificate(f"subspace needs |pivots| = lower = {lower}, got {pivots.size}")
+        if not np.array_equal(w[pivots], np.eye(lower)):
+            raise MalformedCertificate("'W' restricted to 'pivots' is not exactly the identity")
+        cover = _indices(claim, "cover", n)
+        if not np.isin(pivots, cover).all():
+            raise MalformedCertificate("'cover' does not contain every pivot")
+        u = _matrix(claim, "u", (cover.size, m))
+        v = _matrix(claim, "v", (cover.size, n))
+        return check_subspace_certificate(claim.enclosure, claim.eps, w, cover, u, v,
+                                          operator_assumption=claim.operator_assumption)
+    return _guarded(LEMMA_G, body)
+
+
 _COMMON = (ENCLOSURE, ENCLOSURE_B64, BINARY64)
 UPPER_RULE = Rule("upper-witness", "upper", (LEMMA_U, LEMMA_S) + _COMMON, check_upper)
 TRIVIAL_RULE = Rule("trivial", "lower", (LEMMA_T,), check_trivial)
@@ -161,6 +204,7 @@ LOWER_RULES: dict[str, Rule] = {
     "frobenius": Rule("frobenius", "lower", (LEMMA_F, LEMMA_E) + _COMMON, check_frobenius),
     "projected": Rule("projected", "lower", (LEMMA_P, LEMMA_E) + _COMMON, check_projected),
     "decoder": Rule("decoder", "lower", (LEMMA_D,) + _COMMON, check_decoder),
+    "subspace": Rule("subspace", "lower", (LEMMA_G, ENCLOSURE, ENCLOSURE_B64), check_subspace),
 }
 RULES: tuple[Rule, ...] = (UPPER_RULE, TRIVIAL_RULE, *LOWER_RULES.values())
 

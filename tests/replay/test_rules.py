@@ -18,12 +18,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_rule_names_proof_files_that_exist():
-    assert {r.name for r in RULES} == {"upper-witness", "trivial", "frobenius", "projected", "decoder"}
+    assert {r.name for r in RULES} == {"upper-witness", "trivial", "frobenius", "projected", "decoder",
+                                        "subspace"}
     for rule in RULES:
         assert rule.proofs and rule.side in ("upper", "lower")
         for proof in rule.proofs:
             assert (ROOT / proof).is_file(), (rule.name, proof)
-    assert set(LOWER_RULES) == {"frobenius", "projected", "decoder"}
+    assert set(LOWER_RULES) == {"frobenius", "projected", "decoder", "subspace"}
 
 
 def _claim(n=6, eps=Fraction(1, 4), **kw):

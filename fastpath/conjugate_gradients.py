@@ -28,15 +28,17 @@ GTOL, C1, C2, SIGMA_3 = 1e-5, 1e-4, 0.4, 0.01  # scipy's CG defaults (gradient s
 
 
 class _Memo:
-    """``fun(x) -> (f, g)`` evaluated once per point; ``value`` and ``grad`` read the cache."""
+    """``fun(x) -> (f, g)`` evaluated once per point; ``value`` and ``grad`` read the cache.  The
+    points are kept by reference (every point here is a fresh array, never modified afterwards),
+    so the same array object is recognised without comparing its entries."""
 
     def __init__(self, fun: Callable):
         self.fun, self.x, self.f, self.g = fun, None, 0.0, None
 
     def _at(self, x: np.ndarray) -> None:
-        if self.x is None or not np.array_equal(x, self.x):
+        if x is not self.x and (self.x is None or not np.array_equal(x, self.x)):
             f, g = self.fun(x)
-            self.x, self.f, self.g = np.array(x, dtype=np.float64), float(f), g
+            self.x, self.f, self.g = x, float(f), g
 
     def value(self, x):
         self._at(x)
@@ -47,20 +49,34 @@ class _Memo:
         return self.g
 
 
-def _line_search(memo: _Memo, xk, pk, gfk, old_fval, old_old_fval, extra):
+class _Points:
+    """The points ``xk + s pk`` of one line search, each computed once per step s (the same
+    arithmetic, so the same array as recomputing it)."""
+
+    def __init__(self, xk: np.ndarray, pk: np.ndarray):
+        self.xk, self.pk, self.known = xk, pk, {}
+
+    def __call__(self, s) -> np.ndarray:
+        x = self.known.get(s)
+        if x is None:
+            x = self.known[s] = self.xk + s * self.pk
+        return x
+
+
+def _line_search(memo: _Memo, point: _Points, xk, pk, gfk, old_fval, old_old_fval, extra):
     """scipy's CG line search: Wolfe-1 (dcsrch) with the extra descent condition, else Wolfe-2."""
     gval = [gfk]
 
     def phi(s):
-        return memo.value(xk + s * pk)
+        return memo.value(point(s))
 
     def derphi(s):
-        gval[0] = memo.grad(xk + s * pk)
+        gval[0] = memo.grad(point(s))
         return np.dot(gval[0], pk)
 
     stp, fval, old = scalar_search_wolfe1(phi, derphi, old_fval, old_old_fval, np.dot(gfk, pk),
                                           c1=C1, c2=C2, amax=1e100, amin=1e-100, xtol=1e-14)
-    if stp is not None and not extra(stp, xk + stp * pk, fval, gval[0]):
+    if stp is not None and not extra(stp, point(stp), fval, gval[0]):
         stp = None
     if stp is not None:
         return stp, fval, old, gval[0]
@@ -84,24 +100,25 @@ def minimize_cg(fun: Callable, x0: np.ndarray, maxiter: int) -> np.ndarray:
     while gnorm > GTOL and k < maxiter:
         deltak = np.dot(gfk, gfk)
         cached = [None]
+        point = _Points(xk, pk)
 
-        def pr_step(alpha, gfkp1, xk=xk, pk=pk, gfk=gfk, deltak=deltak):
-            xkp1 = xk + alpha * pk
+        def pr_step(alpha, gfkp1, xkp1, pk=pk, gfk=gfk, deltak=deltak):
             beta = max(0, np.dot(gfkp1 - gfk, gfkp1) / deltak)
             return alpha, xkp1, -gfkp1 + beta * pk, gfkp1, np.amax(np.abs(gfkp1))
 
         def descent(alpha, xkp1, fp1, gfkp1):
-            cached[0] = pr_step(alpha, gfkp1 if gfkp1 is not None else memo.grad(xkp1))
+            cached[0] = pr_step(alpha, gfkp1 if gfkp1 is not None else memo.grad(xkp1), xkp1)
             _, _, p1, g1, gn1 = cached[0]
             return gn1 <= GTOL or np.dot(p1, g1) <= -SIGMA_3 * np.dot(g1, g1)
 
-        found = _line_search(memo, xk, pk, gfk, old_fval, old_old_fval, descent)
+        found = _line_search(memo, point, xk, pk, gfk, old_fval, old_old_fval, descent)
         if found is None:
             break
         alpha, old_fval, old_old_fval, gfkp1 = found
         if cached[0] is not None and alpha == cached[0][0]:
             _, xk, pk, gfk, gnorm = cached[0]
         else:
-            _, xk, pk, gfk, gnorm = pr_step(alpha, gfkp1 if gfkp1 is not None else memo.grad(xk + alpha * pk))
+            xkp1 = point(alpha)
+            _, xk, pk, gfk, gnorm = pr_step(alpha, gfkp1 if gfkp1 is not None else memo.grad(xkp1), xkp1)
         k += 1
     return xk

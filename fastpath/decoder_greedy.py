@@ -68,8 +68,14 @@ class RightInverses:
             s = float(self.A[i, ci] - arow @ u)
             if abs(s) > DEPENDENT:
                 v = arow @ self.Binv
-                out["peak"] = np.block([[self.Binv + np.outer(u, v) / s, -u[:, None] / s],
-                                        [-v[None, :] / s, np.array([[1.0 / s]])]])
+                q = len(u)
+                B = np.empty((q + 1, q + 1))  # [[Binv + u v^T / s, -u / s], [-v / s, 1 / s]]
+                np.divide(np.outer(u, v), s, out=B[:q, :q])
+                B[:q, :q] += self.Binv
+                B[:q, q] = -u / s
+                B[q, :q] = -v / s
+                B[q, q] = 1.0 / s
+                out["peak"] = B
         return out
 
     def estimates(self, cand: dict, eps: float) -> tuple[float, float]:
@@ -77,7 +83,11 @@ class RightInverses:
         vp = vk = np.inf
         if cand["pinv"] is not None:
             r, nr2, coef = cand["pinv"]
-            l1 = np.abs(self.P - np.outer(r, coef) / nr2).sum(axis=1) + np.abs(r) / nr2
+            D = np.multiply.outer(r, coef)  # |P - r coef^T / nr2|, one buffer
+            np.divide(D, nr2, out=D)
+            np.subtract(self.P, D, out=D)
+            np.abs(D, out=D)
+            l1 = D.sum(axis=1) + np.abs(r) / nr2
             vp = eps * float(l1.max())
         if cand["peak"] is not None:
             vk = eps * float(np.abs(cand["peak"]).sum(axis=1).max())

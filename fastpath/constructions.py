@@ -27,7 +27,7 @@ import numpy as np
 import scipy.linalg
 
 from softrank.fastpath.float64 import row_l1
-from softrank.fastpath.l1_fit import WeightedGrams, fit_rows_l1
+from softrank.fastpath.l1_fit import WeightedGrams, fit_rows_l1, regularise
 from softrank.fastpath.operator_cache import OperatorCache
 
 
@@ -78,13 +78,12 @@ def build_rwsvd(op: OperatorCache, k: int, target: float = 0.0):
 def _weighted_y_step(A: np.ndarray, X: np.ndarray, Y: np.ndarray, err: np.ndarray) -> np.ndarray:
     """Y-step of alternating l1: weighted least squares, row weights from the l1 errors, entry
     weights IRLS (raises ``LinAlgError`` on a singular system)."""
-    k = X.shape[1]
     R = A - X @ Y.T
     wr = (err / max(float(err.mean()), 1e-300)) ** 2
     Wt = wr[:, None] / np.maximum(np.abs(R), 1e-6)  # m x N
     G = WeightedGrams(X)(Wt.T)  # G_j = X^T diag(w_:j) X
     rhs = (Wt * A).T @ X
-    G += 1e-12 * np.einsum("ijj->i", G)[:, None, None] * np.eye(k)[None] + 1e-300
+    regularise(G)  # G_j += 1e-12 trace(G_j) I + 1e-300
     return np.linalg.solve(G, rhs[..., None])[..., 0]
 
 

@@ -122,6 +122,22 @@ class WeightedGrams:
         return H.reshape(Wt.shape[0], self.k, self.k)
 
 
+def regularise(G: np.ndarray) -> None:
+    """In place, ``G_i += 1e-12 trace(G_i) I + 1e-300`` for every k x k matrix G_i of the stack,
+    without the two m x k x k temporaries of that expression (12% of an IRLS step at k = 150):
+    the same numbers bit for bit (off the diagonal ``G_ij + (0 + 1e-300)``, on it
+    ``G_ii + (1e-12 trace + 1e-300)``)."""
+    k = G.shape[-1]
+    tr = np.einsum("ijj->i", G)
+    if not np.all(np.isfinite(tr)):  # inf * 0 off the diagonal: keep the plain expression's NaNs
+        G += 1e-12 * tr[:, None, None] * np.eye(k)[None] + 1e-300
+        return
+    i = np.arange(k)
+    diag = G[:, i, i] + (1e-12 * tr[:, None] + 1e-300)
+    G += 1e-300
+    G[:, i, i] = diag
+
+
 def irls_rows(A: np.ndarray, Y: np.ndarray, X0: np.ndarray, iters: int = 20) -> np.ndarray:
     """Approximate row-wise l1 regression ``min_x ||a_i - Y x_i||_1`` for all rows at once by
     iteratively reweighted least squares (weights 1/max(|r|, delta), delta shrinking)."""
@@ -130,14 +146,13 @@ def irls_rows(A: np.ndarray, Y: np.ndarray, X0: np.ndarray, iters: int = 20) -> 
         return X0
     X = X0.copy()
     delta = 1e-3
-    ridge = 1e-12 * np.eye(k)[None]
     grams = WeightedGrams(Y)
     for _ in range(iters):
         R = A - X @ Y.T
         Wt = 1.0 / np.maximum(np.abs(R), delta)  # m x N
         G = grams(Wt)  # G_i = Y^T diag(w_i) Y
         rhs = (Wt * A) @ Y
-        G += ridge * np.einsum("ijj->i", G)[:, None, None] + 1e-300
+        regularise(G)  # G_i += 1e-12 trace(G_i) I + 1e-300
         try:
             X = np.linalg.solve(G, rhs[..., None])[..., 0]
         except np.linalg.LinAlgError:

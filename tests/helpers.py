@@ -88,6 +88,9 @@ def float64_projected(a: np.ndarray, rows: np.ndarray, q: int, eps: float):
     """(W = V_q Sigma_q^{-1} of A_S, float64 lower L) for Lemma P."""
     a_s = a[rows]
     _, s, vt = np.linalg.svd(a_s, full_matrices=False)
+    # Only numerically nonzero singular values: on a rank-deficient A_S a BLAS may return an
+    # exact 0 (or a denormal) and V_q / 0 is not a decoder. Any W is checked, so this is a choice.
+    q = max(1, min(q, int(np.count_nonzero(s > s[0] * 1e-12)) if s.size and s[0] > 0 else 1))
     w = vt[:q].T / s[:q]
     m_ = a_s @ w
     sv = np.linalg.svd(m_, compute_uv=False)

@@ -61,6 +61,10 @@ class MalformedCertificate(ValueError):
 
 
 def _claimed_lower(claim: Claim) -> int:
+    """The claimed lower end, after the tolerance: every lower rule reads it first."""
+    eps = claim.eps
+    if not isinstance(eps, Fraction) or not 0 < eps < 1:
+        raise MalformedCertificate(f"eps must be an exact rational in (0, 1), got {eps!r}")
     lower = claim.cert.lower
     if isinstance(lower, bool) or not isinstance(lower, (int, np.integer)) or lower < 1:
         raise MalformedCertificate(f"claimed lower must be an integer >= 1, got {lower!r}")
@@ -69,7 +73,7 @@ def _claimed_lower(claim: Claim) -> int:
 
 def _rows(claim: Claim, m: int) -> np.ndarray:
     rows = claim.cert.data.get("rows")
-    if not isinstance(rows, np.ndarray):
+    if type(rows) is not np.ndarray:
         raise MalformedCertificate("'rows' must be an int64 array")
     if rows.dtype != np.int64 or rows.ndim != 1:
         raise MalformedCertificate(f"'rows' must be a 1-d int64 array, got {rows.dtype} with shape {list(rows.shape)}")
@@ -84,7 +88,7 @@ def _rows(claim: Claim, m: int) -> np.ndarray:
 
 def _w(claim: Claim, n: int, cols: int | None) -> np.ndarray:
     w = claim.cert.data.get("W")
-    if not isinstance(w, np.ndarray):
+    if type(w) is not np.ndarray:
         raise MalformedCertificate("'W' must be a float64 array")
     if w.dtype != np.float64 or w.ndim != 2:
         raise MalformedCertificate(f"'W' must be a 2-d float64 array, got {w.dtype} with shape {list(w.shape)}")
@@ -156,7 +160,7 @@ def check_decoder(claim: Claim) -> Check:
 
 def _indices(claim: Claim, key: str, n: int) -> np.ndarray:
     idx = claim.cert.data.get(key)
-    if not isinstance(idx, np.ndarray) or idx.dtype != np.int64 or idx.ndim != 1 or idx.size == 0:
+    if type(idx) is not np.ndarray or idx.dtype != np.int64 or idx.ndim != 1 or idx.size == 0:
         raise MalformedCertificate(f"{key!r} must be a non-empty 1-d int64 array")
     if idx.min() < 0 or idx.max() >= n:
         raise MalformedCertificate(f"{key!r} has an index outside [0, {n})")
@@ -167,7 +171,7 @@ def _indices(claim: Claim, key: str, n: int) -> np.ndarray:
 
 def _matrix(claim: Claim, key: str, shape: tuple[int, int]) -> np.ndarray:
     x = claim.cert.data.get(key)
-    if not isinstance(x, np.ndarray) or x.dtype != np.float64 or x.shape != shape:
+    if type(x) is not np.ndarray or x.dtype != np.float64 or x.shape != shape:
         got = f"{x.dtype} with shape {list(x.shape)}" if isinstance(x, np.ndarray) else type(x).__name__
         raise MalformedCertificate(f"{key!r} must be a float64 array of shape {list(shape)}, got {got}")
     if not np.all(np.isfinite(x)):

@@ -177,3 +177,56 @@ def test_a_registered_rule_cannot_be_changed():
 
     with pytest.raises(dataclasses.FrozenInstanceError):
         UPPER_RULE.check = None
+
+
+def _subspace_data(claim):
+    """A genuine kind-subspace certificate for the claim's operator: e_0 expands (A >= 0)."""
+    from softrank.fastpath.subspace import subspace_certificate
+
+    a = claim.a_hat
+    cert = subspace_certificate(a, np.eye(a.shape[1])[:, :1], float(claim.eps))
+    assert cert is not None
+    rec = cert.as_record()
+    return {k: rec[k] for k in ("W", "pivots", "cover", "u", "v")}
+
+
+def _lower_certificates(claim):
+    a = claim.a_hat
+    rows = np.array([0, 1], dtype=np.int64)
+    return {
+        "frobenius": LowerCertificate(kind="frobenius", lower=1),
+        "projected": LowerCertificate(kind="projected", lower=1, data={
+            "rows": np.arange(a.shape[0], dtype=np.int64), "W": np.eye(a.shape[1])[:, :1]}),
+        "decoder": LowerCertificate(kind="decoder", lower=1, data={"rows": rows[:1], "W": np.linalg.pinv(a[:1])}),
+        "subspace": LowerCertificate(kind="subspace", lower=1, data=_subspace_data(claim)),
+    }
+
+
+def test_every_lower_kind_has_a_certificate_here():
+    assert set(_lower_certificates(_claim())) == set(LOWER_RULES)
+
+
+@pytest.mark.parametrize("kind", sorted(LOWER_RULES))
+def test_every_lower_rule_proves_its_honest_certificate_and_refuses_eps_outside_zero_one(kind):
+    base = _claim()
+    cert = _lower_certificates(base)[kind]
+    assert check_lower_certificate(_claim(cert=cert)).proved, kind
+    for eps in (Fraction(0), Fraction(-1, 4), Fraction(1), Fraction(3, 2), 0.25):
+        chk = check_lower_certificate(_claim(eps=eps, cert=cert))
+        assert chk.outcome is Outcome.UNRESOLVED and "eps must be" in chk.reason, (kind, eps)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+def test_array_subclasses_are_malformed_not_a_crash():
+    """np.matrix and masked arrays index and multiply differently from plain arrays; the rules
+    accept plain numpy arrays only (a record reader produces nothing else)."""
+    tried = set()
+    for kind, cert in _lower_certificates(_claim()).items():
+        for key, value in cert.data.items():
+            for wrap in (np.asmatrix, np.ma.masked_array):
+                data = dict(cert.data)
+                data[key] = wrap(value.reshape(1, -1) if wrap is np.asmatrix and value.ndim == 1 else value)
+                chk = check_lower_certificate(_claim(cert=LowerCertificate(kind=kind, lower=1, data=data)))
+                assert chk.outcome is Outcome.UNRESOLVED and "malformed" in chk.reason, (kind, key, wrap)
+                tried.add(kind)
+    assert tried == {"projected", "decoder", "subspace"}

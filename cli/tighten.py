@@ -11,16 +11,19 @@ STORE2 (``softrank replay STORE2``) to validate the new ends.
 ``--eps`` chooses stored tolerances (matched by their nearest binary64 number) and the order in
 which they share each record's budget; ``--only-unresolved`` skips tolerances already resolved;
 ``--records`` limits the work to some records (the others are copied); ``--lower-goal upper``
-grows decoders past the resolving lower end, toward the upper end.
+grows decoders past the resolving lower end, toward the upper end.  ``--jobs N`` tightens N
+records at a time on a local Dask cluster (``--scheduler ADDRESS``: on a running one); a record
+that cannot be read is reported on one line, copied unchanged, and the exit code is 2.
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from pathlib import Path
 
-from softrank.cli.common import output_dir, parse_eps_exact
+from softrank.cli.common import output_dir, parallel_map, parse_count, parse_eps_exact
 from softrank.cli.common import progress as progress_bar
 from softrank.validated.errors import InputError
 
@@ -41,6 +44,10 @@ def configure(parser) -> None:
     parser.add_argument("--lower-goal", choices=("resolve", "upper"), default="resolve",
                         help="grow decoders up to the least lower end that resolves the bracket (default), "
                              "or up to the upper end")
+    parser.add_argument("--jobs", default="1", metavar="N",
+                        help="records tightened in parallel (one-thread Dask worker processes; default 1)")
+    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="a running Dask scheduler whose workers see STORE and STORE2 at the same paths")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -88,6 +95,7 @@ def check_paths(store, out, eps_list, records) -> Path:
 
 def run(args) -> int:
     budget = parse_budget(args.budget)
+    jobs = parse_count(args.jobs, "jobs")
     eps_list = parse_eps_items(args.eps)
     records = parse_records(args.records)
     out = check_paths(args.store, args.out, eps_list, records)
@@ -98,11 +106,20 @@ def run(args) -> int:
     limit_threads()
     total = len(list_records(args.store))
     t0 = time.perf_counter()
+    errors: list[str] = []
+
+    def mapper(func, tasks):
+        return parallel_map(func, tasks, jobs=jobs, scheduler=args.scheduler)
+
     with progress_bar(not args.no_progress, total, "tighten") as update:
         rows = tighten_store(args.store, out, eps_list, budget, args.only_unresolved, records,
-                             progress=lambda done, _total: update(done), lower_goal=args.lower_goal)
+                             progress=lambda done, _total: update(done), lower_goal=args.lower_goal,
+                             mapper=mapper, errors=errors)
+    for line in errors:
+        print(line, file=sys.stderr)
+    malformed = f", {len(errors)} malformed (copied unchanged)" if errors else ""
     print(f"softrank tighten: {total} records, {len(rows)} (record, eps) tried in "
-          f"{time.perf_counter() - t0:.1f} s -> {out} (table {out / 'tighten.csv'})")
+          f"{time.perf_counter() - t0:.1f} s{malformed} -> {out} (table {out / 'tighten.csv'})")
     for text in dict.fromkeys(r["eps"] for r in sorted(rows, key=lambda r: r["eps_value"])):
         sel = [r for r in rows if r["eps"] == text]
         up = sum(r["upper_after"] != r["upper_before"] for r in sel)
@@ -112,4 +129,4 @@ def run(args) -> int:
         print(f"  eps {text}: {len(sel)} tried, upper lowered {up}, lower raised {lo}, resolved "
               f"{sum(bool(r['resolved_before']) for r in sel)} -> {res}, median U/L after "
               f"{statistics.median(ratio) if ratio else float('nan'):.2f}")
-    return 0
+    return 2 if errors else 0

@@ -282,23 +282,56 @@ def check_selection(store, eps_list=None, records=None) -> None:
             raise InputError(str(store), "eps", f"no record stores the tolerance {absent[0]}")
 
 
+def tighten_task(args: tuple) -> dict:
+    """One record, ``(folder, out_store, eps_list, budget_seconds, only_unresolved, settings,
+    lower_goal, tighten)``: tightened (or, with ``tighten`` false, copied) into ``out_store`` with
+    one BLAS thread; returns plain data, ``record_id`` and its table ``rows``, and for a record
+    that cannot be read its one-line ``error`` (the record is then copied unchanged, so STORE2
+    still holds every record of STORE)."""
+    folder, out_store, eps_list, budget_seconds, only_unresolved, settings, lower_goal, tighten = args
+    import scipy.linalg  # noqa: F401  (loaded first, so that the limit reaches scipy's BLAS too)
+    from threadpoolctl import threadpool_limits
+
+    name = Path(folder).name
+    if not tighten:
+        copy_record(folder, out_store)
+        return {"record_id": name, "rows": []}
+    try:
+        with threadpool_limits(limits=1):
+            rows = tighten_record(folder, out_store, eps_list, budget_seconds, only_unresolved, settings, lower_goal)
+    except InputError as err:  # a malformed record: reported, copied as it is, the others go on
+        copy_record(folder, out_store)
+        return {"record_id": name, "rows": [], "error": err.one_line()}
+    return {"record_id": name, "rows": rows}
+
+
+def serial_map(func, tasks):
+    """``(index, func(task))`` in order, in this process (``tighten_store``'s default mapper)."""
+    for i, task in enumerate(tasks):
+        yield i, func(task)
+
+
 def tighten_store(store, out_store, eps_list=None, budget_seconds: float = 120.0, only_unresolved: bool = False,
                   records=None, progress=None, settings: AdamSettings = DEFAULT_SETTINGS,
-                  lower_goal: str = "resolve") -> list[dict]:
+                  lower_goal: str = "resolve", mapper=serial_map, errors: list | None = None) -> list[dict]:
     """Tighten the records of ``store`` (``records``: ids to tighten, None: all; the others are
     copied unchanged) into ``out_store``; writes ``tighten.csv`` and ``index.csv`` there and
-    returns the table rows.  ``progress(done, total)`` is called after each record."""
+    returns the table rows (in store order).  ``mapper(func, tasks)`` yields ``(index, result)``
+    in any order (the front end passes a process pool or a Dask cluster); ``progress(done,
+    total)`` is called after each record; the one-line error of each record that could not be
+    read is appended to ``errors``."""
     folders = list_records(store)
     check_selection(store, eps_list, records)
-    rows: list[dict] = []
-    for i, f in enumerate(folders):
-        if records is None or f.name in records:
-            rows.extend(tighten_record(f, out_store, eps_list, budget_seconds, only_unresolved, settings,
-                                       lower_goal))
-        else:
-            copy_record(f, out_store)
+    tasks = [(f, str(out_store), eps_list, budget_seconds, only_unresolved, settings, lower_goal,
+              records is None or f.name in records) for f in folders]
+    results: dict[int, dict] = {}
+    for i, payload in mapper(tighten_task, tasks):
+        results[i] = payload
         if progress:
-            progress(i + 1, len(folders))
+            progress(len(results), len(folders))
+    rows = [row for i in range(len(folders)) for row in results[i]["rows"]]
+    if errors is not None:
+        errors.extend(results[i]["error"] for i in range(len(folders)) if results[i].get("error"))
     write_index(out_store)
     write_csv(Path(out_store) / TABLE, rows, FIELDS)
     return rows

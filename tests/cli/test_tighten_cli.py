@@ -15,18 +15,23 @@ from softrank.fastpath.writer import RecordWriter
 N = 20
 
 
-@pytest.fixture(scope="module")
-def work(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tighten")
-    rng = np.random.default_rng(5)
+def loose_record(store, rid: str, seed: int = 5) -> None:
+    """A record with the full-rank truncated SVD as witness and a one-row decoder."""
+    rng = np.random.default_rng(seed)
     Q, K = rng.normal(size=(N, 3)), rng.normal(size=(N, 3))
     A = rowsoftmax64(2.0 * Q @ K.T)
     U, s, Vt = np.linalg.svd(A)
-    with RecordWriter(root / "store", "syn-0", provenance={"model": "synthetic"}) as w:
+    with RecordWriter(store, rid, provenance={"model": "synthetic"}) as w:
         w.set_qk(Q, K, 2.0)
         w.set_a_hat(A)
         cert = {"kind": "decoder", "lower": 1, "rows": np.array([0], dtype=np.int64), "W": np.ones((N, 1))}
         w.add_tolerance(0.25, upper=(U * s, Vt.T, "tsvd"), lower=[cert], float64={"lower": 1, "upper": N})
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tighten")
+    loose_record(root / "store", "syn-0")
     (root / "afile").write_text("keep me")
     (root / "full").mkdir()
     (root / "full" / "x").write_text("x")
@@ -43,6 +48,8 @@ CASES = [
     ("store --out o4 --eps 1.5", "eps"),
     ("store --out o5 --records syn-0,nope", "nope"),
     ("nostore --out o6", "records"),
+    ("store --out o8 --jobs 0", "jobs"),
+    ("store --out o9 --jobs two", "jobs"),
 ]
 
 
@@ -73,3 +80,24 @@ def test_tighten_writes_a_store_and_table(work, capsys):
     lines = (work / "good" / "tighten.csv").read_text().splitlines()
     assert len(lines) == 2 and lines[1].startswith("syn-0,synthetic,0.25,0.25,1,20,")
     assert (work / "good" / "records" / "syn-0" / "record.json").exists()
+
+
+def test_parallel_tighten_reports_a_malformed_record_and_tightens_the_others(work, capsys):
+    """With --jobs 2 (a local Dask cluster): the two good records are tightened as with one job,
+    the truncated one is named on one stderr line, copied unchanged, and the exit code is 2."""
+    store = work / "mixed"
+    for seed, name in enumerate(("syn-0", "syn-1", "syn-2")):
+        loose_record(store, name, seed)
+    bad = store / "records" / "syn-1" / "record.json"
+    bad.write_bytes(bad.read_bytes()[:40])
+    code = main(["tighten", str(store), "--out", str(work / "par"), "--budget", "2", "--jobs", "2", "--no-progress"])
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "syn-1" in err[0] and "record.json" in err[0], err
+    assert "1 malformed" in captured.out
+    lines = (work / "par" / "tighten.csv").read_text().splitlines()
+    assert sorted(line.split(",")[0] for line in lines[1:]) == ["syn-0", "syn-2"]
+    assert (work / "par" / "records" / "syn-1" / "record.json").read_bytes() == bad.read_bytes()
+    for line in lines[1:]:
+        lower_before, upper_before, lower_after, upper_after = (int(x) for x in line.split(",")[4:8])
+        assert lower_after >= lower_before and upper_after < upper_before  # the loose witness came down

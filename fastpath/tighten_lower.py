@@ -13,7 +13,11 @@ counts as a failure (a heuristic refusal, never a claim).
 ``overlap_order`` (each next row the one whose largest overlap ``sum_j min(a_i, a_k)`` with the
 rows taken so far is least): a block of rows at a time, doubling the block after a success and
 halving it after a failure, skipping a single row that fails, until the goal, the patience or
-the time is spent.  Every certificate returned has float64 value <= 1 - MARGIN.
+the time is spent.  Then ``scan_extensions`` tries every remaining row, one at a time, as the
+next row of the set (rows in decreasing order of their least l1 distance to the set; a row
+within 2 eps in l1 of a row of the set is skipped, since ``eps*({i, k}) <= ||a_i - a_k||_1 / 2``
+bounds eps*(S) from above), each set decided through ``SetOracle``; it repeats after each
+success.  Every certificate returned has float64 value <= 1 - MARGIN.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import time
 
 import numpy as np
 from softrank.fastpath.decoder_oracle import (
+    SetOracle,
     column_groups,
     decoder_from,
     dual_bound,
@@ -113,6 +118,44 @@ def grow_decoder(A: np.ndarray, start: Certificate, eps: float, goal: int, deadl
             size = len(block) // 2
         else:
             pos, fails = pos + 1, fails + 1
+    if len(rows) < goal:
+        rows, W, value = scan_extensions(A, rows, W, value, eps, goal, deadline, log)
     if len(rows) == len(start.rows):
         return start
     return Certificate("decoder", len(rows), rows=rows, W=W, margin=1.0 - value)
+
+
+def scan_extensions(A: np.ndarray, rows: np.ndarray, W: np.ndarray, value: float, eps: float, goal: int,
+                    deadline: float, log: list | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+    """Every row not in ``rows`` tried as one more row (see the module docstring), repeated after
+    each success, up to ``goal`` rows or the deadline: (rows, W, float64 value), the input when
+    no row extends the set.  A set the oracle cannot decide counts as a failure."""
+    oracle = SetOracle(A)
+    rows = np.asarray(rows, dtype=np.int64)
+    dist = np.full(A.shape[0], np.inf)
+    for i in rows.tolist():
+        dist = np.minimum(dist, np.abs(A - A[i]).sum(axis=1))
+    last = 0.0
+    while len(rows) < goal:
+        cands = np.flatnonzero(dist > 2 * eps)
+        cands = cands[np.argsort(-dist[cands], kind="stable")]
+        hit = None
+        for c in cands.tolist():
+            if time.perf_counter() + last > deadline:
+                return rows, W, value
+            cand = np.append(rows, c)
+            t0 = time.perf_counter()
+            res = oracle.decide(cand, eps)
+            Wc = None if res is None else res[1]
+            v = decoder_value(A, cand, Wc, eps) if Wc is not None else np.inf
+            last = time.perf_counter() - t0
+            if log is not None:
+                log.append((len(cand), v <= 1.0 - MARGIN, last))
+            if v <= 1.0 - MARGIN:  # the check, from the W that would be stored
+                hit = (cand, Wc, v)
+                break
+        if hit is None:
+            break
+        rows, W, value = hit
+        dist = np.minimum(dist, np.abs(A - A[rows[-1]]).sum(axis=1))
+    return rows, W, value

@@ -94,9 +94,35 @@ def test_decoder_growth_rejects_a_w_that_misses(monkeypatch):
     def lying_decoder(A, rows, D, eps):  # a W whose true value is far above 1, claimed 0
         return 0.0, 100.0 * np.ones((A.shape[1], len(rows)))
 
+    from softrank.fastpath import decoder_oracle
+
     monkeypatch.setattr(tighten_lower, "decoder_from", lying_decoder)
+    monkeypatch.setattr(decoder_oracle, "decoder_from", lying_decoder)  # the scan's oracle too
     grown = tighten_lower.grow_decoder(A, start, 0.25, N, time.perf_counter() + 5)
     assert grown is start
+
+
+def _peaks_with_copies(n_peaks: int, copies: int, c: float = 6.0) -> np.ndarray:
+    """Rows 0..n_peaks-1 peaked on distinct columns; then ``copies`` exact copies of row 0."""
+    n = n_peaks + copies
+    h = np.zeros((n, n))
+    h[np.arange(n_peaks), np.arange(n_peaks)] = c
+    h[n_peaks:] = h[0]
+    return rowsoftmax64(h)
+
+
+def test_the_scan_finds_every_extending_row_and_skips_rows_close_to_the_set():
+    A = _peaks_with_copies(4, 4)
+    rows = np.array([0], dtype=np.int64)
+    W = np.linalg.pinv(A[rows])
+    v0 = decoder_value(A, rows, W, 0.25)
+    assert v0 <= 1 - MARGIN
+    log = []
+    rows2, W2, v2 = tighten_lower.scan_extensions(A, rows, W, v0, 0.25, 8, time.perf_counter() + 20, log=log)
+    assert sorted(rows2.tolist()) == [0, 1, 2, 3]  # the copies of row 0 (l1 distance 0) are never tried
+    assert decoder_value(A, rows2, W2, 0.25) == v2 <= 1 - MARGIN
+    # three LPs, each a success: after row 3 only the copies are left, and they are never tried
+    assert [ok for _, ok, _ in log] == [True, True, True]
 
 
 def test_tighten_never_makes_a_bracket_worse_and_the_replay_confirms(tmp_path):

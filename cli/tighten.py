@@ -13,7 +13,7 @@ which they share each record's budget; ``--only-unresolved`` skips tolerances al
 ``--records`` limits the work to some records (the others are copied); ``--lower-goal upper``
 grows decoders past the resolving lower end, toward the upper end.  ``--jobs N`` tightens N
 records at a time on a local Dask cluster (``--scheduler ADDRESS``: on a running one); a record
-that cannot be read is reported on one line, copied unchanged, and the exit code is 2.
+that cannot be read is reported on one line and not written, and the exit code is 2.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def run(args) -> int:
                              mapper=mapper, errors=errors)
     for line in errors:
         print(line, file=sys.stderr)
-    malformed = f", {len(errors)} malformed (copied unchanged)" if errors else ""
+    malformed = f", {len(errors)} malformed (not written)" if errors else ""
     print(f"softrank tighten: {total} records, {len(rows)} (record, eps) tried in "
           f"{time.perf_counter() - t0:.1f} s{malformed} -> {out} (table {out / 'tighten.csv'})")
     for text in dict.fromkeys(r["eps"] for r in sorted(rows, key=lambda r: r["eps_value"])):

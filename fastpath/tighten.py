@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -238,6 +239,7 @@ def copy_record(folder, out_store) -> Path:
     moved in by one rename (a record already there is replaced by two renames, as
     ``RecordWriter.commit`` does, so ``recover_store`` can undo a kill between them)."""
     folder = Path(folder)
+    _only_regular_files(folder)
     root = Path(out_store) / "records"
     root.mkdir(parents=True, exist_ok=True)
     final = root / folder.name
@@ -254,6 +256,17 @@ def copy_record(folder, out_store) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+def _only_regular_files(folder: Path) -> None:
+    """``InputError`` naming the first entry of the record folder that is neither a regular file
+    nor a folder (shutil cannot copy a FIFO, device or socket, and a link could point anywhere)."""
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            mode = os.lstat(path).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise InputError(str(folder), str(path.relative_to(folder)), "is not a regular file (not copied)")
 
 
 def _row(record, s: EpsState, before: tuple[int, int | None], p: int) -> dict:
@@ -286,23 +299,21 @@ def tighten_task(args: tuple) -> dict:
     """One record, ``(folder, out_store, eps_list, budget_seconds, only_unresolved, settings,
     lower_goal, tighten)``: tightened (or, with ``tighten`` false, copied) into ``out_store`` with
     one BLAS thread; returns plain data, ``record_id`` and its table ``rows``, and for a record
-    that cannot be read its one-line ``error`` (the record is then copied unchanged, so STORE2
-    still holds every record of STORE)."""
+    that cannot be read (or copied) its one-line ``error``; such a record is not written to
+    ``out_store``."""
     folder, out_store, eps_list, budget_seconds, only_unresolved, settings, lower_goal, tighten = args
     import scipy.linalg  # noqa: F401  (loaded first, so that the limit reaches scipy's BLAS too)
     from threadpoolctl import threadpool_limits
 
-    name = Path(folder).name
-    if not tighten:
-        copy_record(folder, out_store)
-        return {"record_id": name, "rows": []}
     try:
+        if not tighten:
+            copy_record(folder, out_store)
+            return {"record_id": Path(folder).name, "rows": []}
         with threadpool_limits(limits=1):
             rows = tighten_record(folder, out_store, eps_list, budget_seconds, only_unresolved, settings, lower_goal)
-    except InputError as err:  # a malformed record: reported, copied as it is, the others go on
-        copy_record(folder, out_store)
-        return {"record_id": name, "rows": [], "error": err.one_line()}
-    return {"record_id": name, "rows": rows}
+    except InputError as err:  # a malformed record: reported and not written; the others go on
+        return {"record_id": Path(folder).name, "rows": [], "error": err.one_line()}
+    return {"record_id": Path(folder).name, "rows": rows}
 
 
 def serial_map(func, tasks):

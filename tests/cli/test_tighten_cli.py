@@ -84,7 +84,7 @@ def test_tighten_writes_a_store_and_table(work, capsys):
 
 def test_parallel_tighten_reports_a_malformed_record_and_tightens_the_others(work, capsys):
     """With --jobs 2 (a local Dask cluster): the two good records are tightened as with one job,
-    the truncated one is named on one stderr line, copied unchanged, and the exit code is 2."""
+    the truncated one is named on one stderr line and not written, and the exit code is 2."""
     store = work / "mixed"
     for seed, name in enumerate(("syn-0", "syn-1", "syn-2")):
         loose_record(store, name, seed)
@@ -97,7 +97,27 @@ def test_parallel_tighten_reports_a_malformed_record_and_tightens_the_others(wor
     assert "1 malformed" in captured.out
     lines = (work / "par" / "tighten.csv").read_text().splitlines()
     assert sorted(line.split(",")[0] for line in lines[1:]) == ["syn-0", "syn-2"]
-    assert (work / "par" / "records" / "syn-1" / "record.json").read_bytes() == bad.read_bytes()
+    assert not (work / "par" / "records" / "syn-1").exists()
     for line in lines[1:]:
         lower_before, upper_before, lower_after, upper_after = (int(x) for x in line.split(",")[4:8])
         assert lower_after >= lower_before and upper_after < upper_before  # the loose witness came down
+
+
+@pytest.mark.parametrize("selected", [True, False], ids=["tightened", "copied"])
+def test_a_fifo_in_a_record_folder_is_reported_not_waited_on(tmp_path, capsys, selected):
+    """A FIFO in place of a record's array (the record tightened or only copied) is one stderr
+    line naming it, without a traceback and without blocking; the other record is written."""
+    import os
+
+    store = tmp_path / "store"
+    loose_record(store, "syn-a", 1)
+    loose_record(store, "syn-b", 2)
+    target = store / "records" / "syn-b" / "arrays" / "a_hat.npy"
+    target.unlink()
+    os.mkfifo(target)  # a stored array replaced by a FIFO: reading or copying it would block
+    extra = [] if selected else ["--records", "syn-a"]
+    code = main(["tighten", str(store), "--out", str(tmp_path / "out"), "--budget", "1", "--no-progress", *extra])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "syn-b" in err[0] and "a_hat" in err[0], err
+    assert (tmp_path / "out" / "records" / "syn-a" / "record.json").exists()
+    assert not (tmp_path / "out" / "records" / "syn-b").exists()

@@ -11,7 +11,9 @@ factors).  The iterate with the least float64 ``||A - X Y^T||_inf`` is kept; whe
 target, every row of X above the target is refit by exact l1 regression for the fixed Y
 (``fastpath/l1_fit.py: fit_rows_l1``) and Adam runs once more from there.  ``descend_minimax``
 steps the rank down (5% of the rank at first, halving the step after a failure, continuing from
-the latest success) until a one-rank step fails, the lower end is reached or the time is up.
+the latest success) until a one-rank step fails, the lower end is reached or the time is up; a
+failing one-rank step is tried once more with a larger Adam step (``RETRY_STEP_FACTOR``), which
+sometimes leaves the basin where the first run stalled.
 
 Every witness returned satisfies ``||A - X Y^T||_inf <= eps - MARGIN`` in float64 (the check of
 ``fastpath/rank_search.py``); nothing here is trusted: the validated replay re-checks it.
@@ -19,6 +21,7 @@ Every witness returned satisfies ``||A - X Y^T||_inf <= eps - MARGIN`` in float6
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -29,6 +32,8 @@ from softrank.fastpath.operator_cache import OperatorCache
 from softrank.fastpath.rank_search import MARGIN, Witness
 
 CONSTRUCTION = "minimax"  # the construction name written into the record
+#: a failing one-rank step is tried once more with the Adam step this many times larger
+RETRY_STEP_FACTOR = 10 / 3
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,11 @@ def descend_minimax(op: OperatorCache, w: Witness, eps: float, lower: int, deadl
         found = fit_rank(op, best, k, target, deadline, s)
         if log is not None:
             log.append((k, found is not None, time.perf_counter() - t0))
+        if found is None and best.rank - k == 1 and time.perf_counter() < deadline:
+            retry = dataclasses.replace(s, lr=s.lr * RETRY_STEP_FACTOR)  # the last step, once more
+            found = fit_rank(op, best, k, target, deadline, retry)
+            if log is not None:
+                log.append((k, found is not None, time.perf_counter() - t0))
         if found is not None:
             best = found
         elif best.rank - k == 1:

@@ -75,6 +75,30 @@ def test_minimax_never_keeps_a_witness_that_fails_its_check(monkeypatch):
     assert tighten_upper.descend_minimax(op, w, 0.25, 1, time.perf_counter() + 5) is w
 
 
+def test_a_failing_one_rank_step_is_retried_once_with_a_larger_step(monkeypatch):
+    """The descent's control flow: rank 9 -> 8 fails with the default step and passes on the
+    retry (larger lr); 8 -> 7 fails both times and ends the descent."""
+    Q, K, scale = operator(2)
+    op = OperatorCache(rowsoftmax64(scale * Q @ K.T))
+    U, s, Vt = op.svd
+    w = Witness(9, U[:, :9] * s[:9], Vt[:9].T, "tsvd", 0.0)
+    calls = []
+
+    def scripted(op_, best, k, target, deadline, settings):
+        calls.append((k, settings.lr))
+        if k == 8 and settings.lr > tighten_upper.AdamSettings().lr:
+            return Witness(8, best.X[:, :8], best.Y[:, :8], "minimax", 0.0)
+        return None
+
+    monkeypatch.setattr(tighten_upper, "fit_rank", scripted)
+    settings = tighten_upper.AdamSettings(step_fraction=0.01)  # one-rank steps from the start
+    log = []
+    best = tighten_upper.descend_minimax(op, w, 0.25, 1, time.perf_counter() + 5, settings, log=log)
+    lr, big = settings.lr, settings.lr * tighten_upper.RETRY_STEP_FACTOR
+    assert calls == [(8, lr), (8, big), (7, lr), (7, big)]
+    assert best.rank == 8 and [ok for _, ok, _ in log] == [False, True, False, False]
+
+
 def test_decoder_growth_keeps_float64_values_below_one():
     Q, K, _ = operator(3)
     A = rowsoftmax64(3.0 * Q @ K.T)

@@ -21,9 +21,8 @@ Every witness returned satisfies ``||A - X Y^T||_inf <= eps - MARGIN`` in float6
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from softrank.fastpath.float64 import max_row_l1
@@ -141,7 +140,7 @@ def descend_minimax(op: OperatorCache, w: Witness, eps: float, lower: int, deadl
         if log is not None:
             log.append((k, found is not None, time.perf_counter() - t0))
         if found is None and best.rank - k == 1 and time.perf_counter() < deadline:
-            retry = dataclasses.replace(s, lr=s.lr * RETRY_STEP_FACTOR)  # the last step, once more
+            retry = replace(s, lr=s.lr * RETRY_STEP_FACTOR)  # the last step, once more
             found = fit_rank(op, best, k, target, deadline, retry)
             if log is not None:
                 log.append((k, found is not None, time.perf_counter() - t0))

@@ -23,6 +23,8 @@ submatrix              what its embedded certificate proves      proofs/oracle_s
                        for a sub-cell extracted from A
 branch-and-bound       no B of rank <= k (every factor box of     proofs/oracle_branch_bound.md
                        every pivot column set refuted)
+nerve-cycle            no B of rank <= d (a mod-2 cycle of        proofs/oracle_nerve_cycle.md
+                       signed row simplices, odd alternating)
 =====================  ========================================  ===============================
 
 An impossibility for the unrestricted class is one for the stochastic class too (fewer
@@ -44,6 +46,7 @@ from softrank.oracle.check_basics import (
     l1,
     simplex_distance,
 )
+from softrank.oracle.nerve_checks import check_nerve_cycle
 from softrank.oracle.radon_checks import check_radon
 from softrank.oracle.subcell_checks import check_submatrix
 from softrank.validated.errors import InputError
@@ -228,6 +231,7 @@ _IMPOSSIBLE = {
     "radon-separation": (_plain(check_radon), lambda m, N: m - 1, ("stochastic",)),
     "submatrix": (_submatrix, None, BOTH),
     "branch-and-bound": (check_branch, lambda m, N: N - 1, BOTH),
+    "nerve-cycle": (check_nerve_cycle, lambda m, N: m - 1, BOTH),
 }
 
 

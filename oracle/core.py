@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from softrank.exact.rational import as_matrix, fmt, fmt_mat, parse_rational, rank_factor
-from softrank.oracle import branch, routes, submatrix
+from softrank.oracle import branch, nerve, routes, submatrix
 from softrank.oracle import reductions as red
 from softrank.oracle import witness as wit
 from softrank.oracle.cell import CellCache, CertificateRejected
@@ -33,6 +33,7 @@ PROOF = {
     "k=1 stochastic": "proofs/oracle_k1_stochastic.md",
     "k=m-1 stochastic": "proofs/oracle_radon_stochastic.md",
     "submatrix": "proofs/oracle_submatrix.md",
+    "nerve-cycle": "proofs/oracle_nerve_cycle.md",
     "branch-and-bound": "proofs/oracle_branch_bound.md",
     "stochastic rows": "proofs/oracle_stochastic_rows.md",
     "witness": "proofs/oracle_witness.md",
@@ -112,7 +113,7 @@ def _witness_arg(witness, A):
 
 
 def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method="auto", prune=True,
-           cache: CellCache | None = None, subcells=True, search_budget=None) -> Verdict:
+           cache: CellCache | None = None, subcells=True, search_budget=None, nerves=True) -> Verdict:
     """Exact verdict for the cell (A, eps, k, klass), with a re-checked certificate.
 
     ``A``: list of rows of Fraction / int / "p/q" strings, or an ``fmpq_mat``.  ``eps`` > 0.
@@ -121,8 +122,9 @@ def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method
     ``method``: LP route, "auto" | "highs" | "simplex" (see ``softrank.exact.lp.solve``).
     ``prune``: depth-first pruning of sign patterns at k = 1 (unrestricted).
     ``subcells``: try the lower bounds of sub-cells (``softrank.oracle.submatrix``) before
-    answering outside-scope.  ``search_budget``: seconds for the branch and bound over factor
-    boxes (``softrank.oracle.branch``), tried last; None or 0: not tried.
+    answering outside-scope.  ``nerves``: then a mod-2 cycle of signed row simplices
+    (``softrank.oracle.nerve``; at most 12 rows).  ``search_budget``: seconds for the branch and
+    bound over factor boxes (``softrank.oracle.branch``), tried last; None or 0: not tried.
     """
     A, eps, k, klass = _cell(A, eps, k, klass)
     cell = cache if cache is not None and cache.A == A else CellCache(A, method, prune)
@@ -144,6 +146,10 @@ def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method
         cert = submatrix.lower_bound(A, eps, k, klass, cell)
         if cert is not None:
             return _finish(A, eps, k, klass, "impossible", cert, "submatrix")
+    if nerves:
+        cert = nerve.lower_bound(A, eps, k, klass, cell)
+        if cert is not None:
+            return _finish(A, eps, k, klass, "impossible", cert, "nerve-cycle")
     if search:
         found = wit.search_polished(A, eps, k, klass, cell.method)
         if found is not None:
@@ -239,7 +245,7 @@ def thresholds(A, klass="unrestricted", method="auto", cache: CellCache | None =
 
 
 def profile(A, eps, klass="unrestricted", *, method="auto", prune=True, search=True, subcells=True,
-            search_budget=None) -> Profile:
+            search_budget=None, nerves=True) -> Profile:
     """The exact bracket on r_eps(A) in the class, with the decisions that prove it (every route
     of ``decide``; ``search_budget`` seconds of branch and bound for each k nothing else decides).
 
@@ -254,7 +260,7 @@ def profile(A, eps, klass="unrestricted", *, method="auto", prune=True, search=T
     upper = None
     for k in range(top + 1):
         d = decide(A, eps, k, klass, search=search, method=method, prune=prune, cache=cell, subcells=subcells,
-                   search_budget=search_budget)
+                   search_budget=search_budget, nerves=nerves)
         decisions.append(d)
         if d.verdict == "feasible":
             upper = k

@@ -172,7 +172,7 @@ def test_stochastic_k_m_minus_1_by_splits():
 def test_user_witness_and_outside_scope():
     rng = random.Random(11)
     A = stochastic(rng, 5, 5)
-    v = decide(A, F(1, 20), 2, search=False, subcells=False)
+    v = decide(A, F(1, 20), 2, search=False, subcells=False, nerves=False)
     assert v.verdict == "outside-scope" and v.certificate is None and v.recheck()
     v = decide(A, F(1, 20), 2, search=False)  # a 3-row or 3-column sub-cell settles it
     assert v.verdict == "impossible" and v.reduction == "submatrix" and v.rechecked
@@ -181,7 +181,7 @@ def test_user_witness_and_outside_scope():
     v = decide(A, F(1, 20), 5, witness=B)
     assert v.verdict == "feasible"
     far = [[F(0)] * 5 for _ in range(5)]
-    v = decide(A, F(1, 20), 2, witness=far, search=False, subcells=False)
+    v = decide(A, F(1, 20), 2, witness=far, search=False, subcells=False, nerves=False)
     assert v.verdict == "outside-scope"
 
 

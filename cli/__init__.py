@@ -40,8 +40,18 @@ PRODUCER_MODULES = ("torch", "transformers", "gguf", "accelerate", "cvxpy", "cla
                     "huggingface_hub", "tokenizers")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors (an unknown flag, a missing argument, ``--jobs x``) are one line on
+    stderr and exit code 2, like every other bad input (argparse itself prints the usage first).
+    Subparsers are of this class too (``add_subparsers`` uses the parent's class)."""
+
+    def error(self, message: str):
+        one_line = " ".join(str(message).split())
+        self.exit(2, f"{self.prog}: error: {one_line} (see {self.prog} --help)\n")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="softrank", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="softrank", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():

@@ -15,8 +15,10 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
-from softrank.cli.common import check_count, output_dir, progress
+from softrank.cli.common import check_count, max_jobs, output_dir, progress
 from softrank.validated.errors import InputError
+
+MAX_RESTARTS = 10_000  # restarts per lower end (default 8)
 
 
 def configure(parser) -> None:
@@ -47,7 +49,8 @@ def run(args) -> int:
     from softrank.fastpath.files import write_csv, write_json
     from softrank.replay.reader import list_records
 
-    jobs, restarts = check_count(args.jobs, "jobs"), check_count(args.restarts, "restarts", minimum=0)
+    jobs = check_count(args.jobs, "jobs", maximum=max_jobs())
+    restarts = check_count(args.restarts, "restarts", minimum=0, maximum=MAX_RESTARTS)
     folders = [str(f) for f in list_records(args.store)]
     out = output_dir(args.out or Path(args.store) / "attack")
     rows, errors = [], []

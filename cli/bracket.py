@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Callable
 
 from softrank import __version__
-from softrank.cli.common import Journal, check_count, output_dir, parallel_map, parse_tolerances
+from softrank.cli.common import Journal, check_count, check_outside, max_jobs, output_dir, parallel_map, parse_tolerances
 from softrank.cli.common import progress as progress_bar
 from softrank.fastpath.files import write_json
 from softrank.validated.errors import InputError
@@ -120,8 +120,13 @@ class BracketJob:
         tables; returns the rows (store order, then eps)."""
         from softrank.fastpath.bracket_store import bracket_task
 
-        todo = [f for f in self.folders if Path(f).name not in self.done]
         payloads = dict(self.done)
+        for f in self.folders:  # a FIFO or device as record.json: reported here, never opened by a worker
+            error = _special_manifest(f)
+            if error and Path(f).name not in payloads:
+                payloads[Path(f).name] = {"record_id": Path(f).name, "rows": [], "error": error,
+                                          "source_sha256": "", "written_sha256": ""}
+        todo = [f for f in self.folders if Path(f).name not in payloads]
         tasks = [(f, str(self.out), tuple(self.eps), self.mode) for f in todo]
         for i, payload in parallel_map(bracket_task, tasks, jobs=jobs, scheduler=scheduler):
             name = Path(todo[i]).name  # a malformed record is not journaled: a resumed run tries it again
@@ -147,6 +152,26 @@ class BracketJob:
         return sorted(rows, key=lambda r: (r["record_id"], r["eps"]))
 
 
+def _special_manifest(folder: str) -> str | None:
+    """The reader's one-line error when FOLDER/record.json exists but is not a regular file (a
+    FIFO, a device, a folder): hashing it before reading would block or never end."""
+    import os
+    import stat
+
+    from softrank.replay.reader import read_record
+
+    try:
+        if stat.S_ISREG(os.stat(Path(folder) / "record.json").st_mode):
+            return None
+    except OSError:  # missing, a link loop, unreadable: the reader reports it in the worker
+        return None
+    try:
+        read_record(folder)
+    except InputError as err:
+        return err.one_line()
+    return f"{folder}: field 'record.json' not a regular file"
+
+
 def run_bracket(store, out=None, eps_list=(Fraction(3, 20), Fraction(1, 4), Fraction(7, 20)), jobs: int = 2,
                 mode: str = "fast", progress: bool = True, label: str = "bracket", scheduler: str | None = None,
                 resume: bool = False) -> list[dict]:
@@ -166,9 +191,10 @@ def _execute(job: BracketJob, jobs: int, scheduler, progress: bool, label: str) 
 
 
 def run(args) -> int:
-    jobs = check_count(args.jobs, "jobs")
+    jobs = check_count(args.jobs, "jobs", maximum=max_jobs())
     eps_list = parse_tolerances(args.eps)
     if args.out:  # checked before any work: a file there, or no way to create it, is an error now
+        check_outside(args.out, Path(args.store) / "records", what="the records of the input store")
         output_dir(args.out)
     t0 = time.perf_counter()
     job = BracketJob(args.store, args.out, eps_list=eps_list, mode=args.mode, resume=getattr(args, "resume", False))

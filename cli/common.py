@@ -69,21 +69,37 @@ def parse_int_list(text: str | None, field: str, minimum: int | None = 0) -> lis
     return out
 
 
-def check_count(value: int | None, field: str, minimum: int = 1) -> int | None:
-    """A count argument (``--jobs``, ``--repeats``, ``--size``): an integer >= ``minimum``."""
+def check_count(value: int | None, field: str, minimum: int = 1, maximum: int | None = None) -> int | None:
+    """A count argument (``--jobs``, ``--repeats``, ``--size``): an integer >= ``minimum`` (and
+    <= ``maximum`` when given: a count that would run for ages or exhaust memory is refused)."""
     if value is not None and value < minimum:
-        raise InputError("arguments", field, f"must be an integer >= {minimum}, got {value}")
+        raise InputError("arguments", field, f"must be an integer >= {minimum}, got {_shown(value)}")
+    if value is not None and maximum is not None and value > maximum:
+        raise InputError("arguments", field, f"must be an integer <= {maximum}, got {_shown(value)}")
     return value
 
 
-def parse_count(text: str, field: str, minimum: int = 1) -> int:
-    """A count given as text (``--rank 3``): an integer >= ``minimum``."""
+def _shown(value) -> str:
+    text = str(value)
+    return text if len(text) <= 30 else text[:12] + f"... ({len(text)} digits)"
+
+
+def parse_count(text: str, field: str, minimum: int = 1, maximum: int | None = None) -> int:
+    """A count given as text (``--rank 3``): an integer >= ``minimum`` (<= ``maximum``)."""
     try:
         value = int(str(text).strip())
     except ValueError:
-        raise InputError("arguments", field, f"must be an integer >= {minimum}, got {text!r}") from None
-    check_count(value, field, minimum)
+        raise InputError("arguments", field, f"must be an integer >= {minimum}, got {str(text)[:40]!r}") from None
+    check_count(value, field, minimum, maximum)
     return value
+
+
+def max_jobs() -> int:
+    """The most worker processes a local cluster may start: 8 per CPU (at least 64); more would
+    exhaust memory or the process table rather than run faster."""
+    import os
+
+    return max(64, 8 * (os.cpu_count() or 1))
 
 
 @contextmanager
@@ -123,6 +139,8 @@ def output_dir(path, field: str = "out", empty: bool = False):
     ``InputError``, as is a non-empty folder when ``empty`` (nothing already there is touched)."""
     from pathlib import Path
 
+    if not str(path).strip():
+        raise InputError("arguments", field, "empty path")
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise InputError(str(path), field, "exists and is not a folder")
@@ -133,6 +151,50 @@ def output_dir(path, field: str = "out", empty: bool = False):
     except OSError as err:
         raise InputError(str(path), field, f"cannot create the folder: {err.strerror or err}") from None
     return path
+
+
+def output_file(path, field: str = "out"):
+    """An output file checked before any work: its folder must exist, and what is at the path must
+    be a regular file or nothing (a folder, FIFO, device or symlink loop there is an ``InputError``)."""
+    from pathlib import Path
+
+    from softrank.fastpath.files import check_output_file
+
+    path = Path(path)
+    if not str(path).strip():
+        raise InputError("arguments", field, "empty path")
+    try:
+        check_output_file(path)
+    except OSError as err:
+        raise InputError(str(path), field, err.strerror or str(err)) from None
+    if not path.parent.is_dir():
+        raise InputError(str(path), field, f"its folder {path.parent} does not exist or is not a folder")
+    return path
+
+
+# what the untrusted per-record computations of the studies raise on an operator they cannot
+# handle (an LP or SDP that fails on extreme logits, a record of the wrong form, a float overflow)
+RECORD_FAILURES = (InputError, ValueError, RuntimeError, ArithmeticError)
+
+
+def record_failure(record, err: BaseException) -> str:
+    """One line for a record whose computation failed: the record's folder and id, and why."""
+    text = err.one_line() if isinstance(err, InputError) else f"{type(err).__name__}: {err}"
+    return " ".join(f"{record.path} [{record.record_id}]: {text}".split())[:2000]
+
+
+def check_outside(out, folder, field: str = "out", what: str = "the input store") -> None:
+    """``out`` must not lie strictly inside ``folder`` (checked before anything is created: an
+    output folder inside the input would change it, e.g. become one more record of a store)."""
+    from pathlib import Path
+
+    try:
+        inner, outer = Path(out).resolve(), Path(folder).resolve()
+    except (OSError, RuntimeError) as err:
+        raise InputError(str(out), field, f"cannot resolve the path: {err}") from None
+    if inner != outer and outer in inner.parents:
+        raise InputError(str(out), field, f"lies inside {what} {folder} (choose a folder outside it; "
+                                          "nothing was written)")
 
 
 MAX_INPUT_BYTES = 64 * 2**20  # largest text input file read (matrices, witnesses)

@@ -3,12 +3,15 @@ needed, ``softrank.fastpath.demo``), then replay it."""
 
 from __future__ import annotations
 
+MAX_OPERATORS = 10_000  # a demonstration store: larger counts are refused, not run for hours
+MAX_SIZE = 2048  # m = N; each operator is SVD'd once per tolerance in float64
+
 
 def configure(parser) -> None:
     parser.add_argument("--out", default="softrank-demo", help="output folder (store/ and replay/ inside)")
-    parser.add_argument("--operators", type=int, default=8, help="number of synthetic operators")
-    parser.add_argument("--size", type=int, default=96, help="m = N of each operator")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--operators", type=int, default=8, help=f"number of synthetic operators (1 to {MAX_OPERATORS})")
+    parser.add_argument("--size", type=int, default=96, help=f"m = N of each operator (2 to {MAX_SIZE})")
+    parser.add_argument("--seed", type=int, default=0, help="random seed, >= 0")
 
 
 def run(args) -> int:
@@ -16,8 +19,9 @@ def run(args) -> int:
     from softrank.cli.replay import replay_store
     from softrank.fastpath.demo import build_demo_store
 
-    check_count(args.operators, "operators")
-    check_count(args.size, "size", minimum=2)
+    check_count(args.operators, "operators", maximum=MAX_OPERATORS)
+    check_count(args.size, "size", minimum=2, maximum=MAX_SIZE)
+    check_count(args.seed, "seed", minimum=0)
     out = output_dir(args.out)
     for part in ("store", "replay"):  # old records would be mixed into the new store
         output_dir(out / part, field="out", empty=True)

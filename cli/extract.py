@@ -17,7 +17,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from softrank.cli.common import check_device, output_dir, parse_int_list, progress
 from softrank.fastpath.extract import DEFAULT_THREADS
-from softrank.validated.errors import InputError
 
 
 def configure(parser) -> None:
@@ -80,13 +79,10 @@ def one_line_warnings(command: str):
 def _texts(paths: list[str] | None):
     if not paths:
         return None
-    texts = []
-    for name in paths:
-        try:
-            texts.append((f"text:{Path(name).name}", Path(name).read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError) as err:
-            raise InputError(name, "text-file", f"cannot read: {getattr(err, 'strerror', None) or err}")
-    return texts
+    from softrank.cli.common import read_text_file
+
+    # a regular UTF-8 file of bounded size (a FIFO or /dev/zero would block or never end)
+    return [(f"text:{Path(name).name}", read_text_file(name, "text-file")) for name in paths]
 
 
 def run(args) -> int:

@@ -13,8 +13,13 @@ from __future__ import annotations
 import json
 import time
 
-from softrank.cli.common import parse_eps_exact
+from softrank.cli.common import check_count, parse_eps_exact
+from softrank.exact.rational import parse_rational
+from softrank.validated.errors import InputError
 from softrank.oracle.families import close_gauge_family, close_grid_family
+
+MAX_GRID_POINTS = 200_000  # as oracle.families checks it
+MAX_GRID_R = 17  # 2^18 > MAX_GRID_POINTS: a larger r is refused without computing L^r
 
 
 def configure(parser) -> None:
@@ -33,9 +38,21 @@ def configure(parser) -> None:
 def run(args) -> int:
     t0 = time.perf_counter()
     if args.family == "grid":
-        out = close_grid_family(args.r, args.L, parse_eps_exact(args.eps)).as_json()
+        check_count(args.r, "r")
+        check_count(args.L, "L", minimum=2)
+        eps = parse_eps_exact(args.eps)
+        if args.r > MAX_GRID_R or args.L ** args.r > MAX_GRID_POINTS:  # never L^r for a huge r
+            raise InputError("arguments", "L", f"L^r points (L = {args.L}, r = {args.r}) are beyond this exact "
+                                               f"check (limit {MAX_GRID_POINTS})")
+        out = close_grid_family(args.r, args.L, eps).as_json()
     else:
-        out = close_gauge_family(args.beta, args.t).as_json()
+        # bounded exact rationals (at most 400 digits, exponents at most 999) before any work
+        beta, t = parse_rational(args.beta, "arguments", "beta"), parse_rational(args.t, "arguments", "t")
+        try:
+            out = close_gauge_family(beta, t).as_json()
+        except OverflowError:
+            raise InputError("arguments", "beta, t", f"beta = {args.beta} with t = {args.t}: the closure's values "
+                                                     "exceed the binary64 range of the output") from None
     out["seconds"] = round(time.perf_counter() - t0, 3)
     if args.json:
         print(json.dumps(out))

@@ -14,15 +14,19 @@ and kappa_bal = rad(X0) rad(Y0) (the balanced-factor surrogate) is reported besi
     softrank kappa STORE [--records IDS] [--limit N] [--rank 8 | --rank 2,4,8,16] [--json] [--out CSV]
 
 ``--rank`` with a list cycles the ranks over the records.  Exit 0 when every lower bound is
-validated (and below its upper bound), 1 otherwise.
+validated (and below its upper bound), 1 otherwise; 2 when a record is malformed or its
+computation fails (one line each on stderr; the other records are still bracketed).
 """
 
 from __future__ import annotations
 
 import json
 import statistics
+import sys
 
-from softrank.cli.common import parse_int_list
+import numpy as np
+
+from softrank.cli.common import RECORD_FAILURES, check_count, output_file, parse_int_list, record_failure
 from softrank.validated.errors import InputError
 
 
@@ -42,20 +46,32 @@ def run(args) -> int:
     from softrank.fastpath.theorem.records import select_records
 
     ranks = parse_int_list(args.rank, "rank", minimum=1)
-    if args.limit is not None and args.limit < 1:
-        raise InputError("kappa", "limit", "must be >= 1")
-    recs = select_records(args.stores, args.records, args.limit, args.max_n)
-    if not recs:
+    check_count(args.limit, "limit")
+    check_count(args.max_n, "max-n")
+    if args.out:
+        output_file(args.out)
+    errors: list[str] = []  # one line per malformed record or failed computation; the others go on
+    recs = select_records(args.stores, args.records, args.limit, args.max_n, errors=errors)
+    if not recs and not errors:
         raise InputError(",".join(args.stores), "records", "no records selected")
     rows = []
     for i, rec in enumerate(recs):
         r = min(ranks[i % len(ranks)], min(rec.shape) - 1)
-        rows.append(kappa_bracket_record(rec, r))
+        try:
+            with np.errstate(all="ignore"):  # an overflow in an untrusted proposal: its failure is reported below
+                rows.append(kappa_bracket_record(rec, r))
+        except RECORD_FAILURES as err:
+            errors.append(record_failure(rec, err))
+            continue
         if not args.json:
             x = rows[-1]
             print(f"{x['record']:<40} {x['m']}x{x['N']} r={x['r']:<2} kappa in [{x['lower']:.6g}, {x['upper']:.6g}] "
                   f"gap {x['rel_gap']:.1e}  contrast {x['contrast_lower']:.4g}  kappa_bal {x['kappa_bal']:.4g} "
                   f"({x['bal_over_kappa']:.3f}x)  {x['seconds_total']:.1f}s", flush=True)
+    for line in errors:
+        print(f"softrank kappa: error: {line}", file=sys.stderr)
+    if not rows:
+        return 2
     ok = [x for x in rows if x["lower"] > 0 and x["lower"] <= x["upper"]]
     summary = {
         "operators": len(rows), "lower_validated": len(ok),
@@ -74,4 +90,4 @@ def run(args) -> int:
     else:
         for k, v in summary.items():
             print(f"{k:>28}: {v}")
-    return 0 if len(ok) == len(rows) else 1
+    return 2 if errors else 0 if len(ok) == len(rows) else 1

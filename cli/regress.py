@@ -56,9 +56,53 @@ def _read(folder: Path, name: str) -> list[dict]:
     if not path.is_file():
         raise InputError(str(folder), name, "missing (run `softrank replay STORE --out DIR` first)")
     try:
-        return pq.read_table(path).to_pylist()
+        table = pq.read_table(path)
+        rows = table.to_pylist()
     except Exception as err:  # pyarrow raises several types for a corrupt file
         raise InputError(str(folder), name, f"not a readable parquet table ({type(err).__name__})") from None
+    _check_rows(folder, name, table.column_names, rows)
+    return rows
+
+
+# the columns every reader of the tables relies on, and what a row must hold there
+REQUIRED = {"replay.parquet": ("record_id", "status", "family", "m", "N", "eps"),
+            "verdicts.parquet": ("record_id", "family", "eps", "k", "float64_verdict", "validated_verdict")}
+
+
+def _check_rows(folder: Path, name: str, columns: list[str], rows: list[dict]) -> None:
+    """A table written by ``softrank replay``: the required columns, a record id in every row,
+    and, in every row of a record that was read, a positive shape, an eps in (0, 1) and (verdict
+    table) a budget k >= 0 and known verdicts.  Anything else is an ``InputError`` naming the
+    file, the row and the column (a tampered or foreign table, not a replay's)."""
+    missing = [c for c in REQUIRED.get(name, ()) if c not in columns]
+    if missing:
+        raise InputError(str(folder / name), missing[0], f"column missing (not a table of softrank replay; "
+                                                         f"missing: {', '.join(missing)})")
+
+    def bad(i: int, column: str, what: str):
+        raise InputError(str(folder / name), f"row {i} {column}", f"{what}, got {str(rows[i].get(column))[:60]!r}")
+
+    for i, row in enumerate(rows):
+        if not isinstance(row.get("record_id"), str) or not row["record_id"]:
+            bad(i, "record_id", "expected a record id")
+        if name == "replay.parquet" and row.get("status") == "malformed":
+            continue
+        eps = row.get("eps")
+        value = eps_fraction(eps) if isinstance(eps, str) else None
+        if value is None or not 0 < value < 1:
+            bad(i, "eps", "expected a tolerance in (0, 1)")
+        if name == "replay.parquet":
+            if not isinstance(row.get("status"), str):
+                bad(i, "status", "expected a status")
+            for column in ("m", "N"):
+                if not isinstance(row.get(column), int) or row[column] < 1:
+                    bad(i, column, "expected a positive integer")
+        else:
+            if not isinstance(row.get("k"), int) or row["k"] < 0:
+                bad(i, "k", "expected a budget >= 0")
+            for column in ("float64_verdict", "validated_verdict"):
+                if row.get(column) not in (*VERDICTS, "", None):
+                    bad(i, column, f"expected one of {', '.join(VERDICTS)}, empty or null")
 
 
 def _lower_explanation(row: dict, k: int | None) -> str:

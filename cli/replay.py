@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Callable
 
 from softrank import __version__
-from softrank.cli.common import Journal, check_count, output_dir, parallel_map, parse_int_list, progress as progress_bar
+from softrank.cli.common import Journal, check_count, max_jobs, output_dir, parallel_map, parse_int_list, progress as progress_bar
 from softrank.cli.replay_tables import DEFAULT_BUDGETS, REPLAY_COLUMNS, VERDICT_COLUMNS, result_rows
 from softrank.cli.tables import write_table
 from softrank.fastpath.files import write_json
@@ -76,7 +76,7 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    jobs = check_count(args.jobs, "jobs")
+    jobs = check_count(args.jobs, "jobs", maximum=max_jobs())
     budgets = tuple(parse_int_list(args.budgets, "budgets", minimum=0))
     fail_on = _fail_on(args.fail_on)
     out = args.out or str(Path(args.store) / "replay")
@@ -190,9 +190,11 @@ def record_counts(result: RecordResult) -> dict:
 
 def _fingerprint(folder: str) -> str:
     """SHA-256 of a record's manifest (which holds every array's hash): a changed record is redone."""
-    try:
-        return hashlib.sha256((Path(folder) / "record.json").read_bytes()).hexdigest()
-    except OSError:
+    from softrank.fastpath.files import read_regular_file
+
+    try:  # never a FIFO or a device (those would block or never end); the reader reports them
+        return hashlib.sha256(read_regular_file(Path(folder) / "record.json")).hexdigest()
+    except (OSError, ValueError):
         return ""
 
 

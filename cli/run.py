@@ -54,10 +54,11 @@ def _extraction_api():
 
 def _check_arguments(args) -> list:
     """The exact tolerances (``softrank.cli.common.parse_tolerances``), after the other checks."""
-    from softrank.cli.common import parse_tolerances
+    from softrank.cli.common import check_count, max_jobs, parse_tolerances
 
     if args.jobs < 1:
         raise InputError("arguments", "jobs", f"must be a positive integer, got {args.jobs}")
+    check_count(args.jobs, "jobs", maximum=max_jobs())
     for name in MODELS:
         n = getattr(args, name)
         if n is not None and n < 0:
@@ -117,8 +118,8 @@ def run(args) -> int:
     with progress_report(progress, "replay") as report:
         summary = replay_store(store, replay_dir, jobs=args.jobs, progress=report)
     times["replay"] = time.perf_counter() - t0
-    for line in summary.errors:
-        console.print(f"[red]replay error[/]: {line}")
+    for line in summary.errors:  # a malformed record: one line on stderr (the others were replayed)
+        print(f"softrank run: error: {line}", file=sys.stderr)
 
     replay_rows = _read_replay(replay_dir / "replay.csv")  # 4. summary
     table = summarise(rows, replay_rows, eps_list)

@@ -11,7 +11,7 @@ import sys
 from contextlib import ExitStack
 
 from softrank.cli.common import parse_tolerances
-from softrank.cli.common import check_count, parse_int_list, progress
+from softrank.cli.common import check_count, check_device, max_jobs, output_dir, parse_int_list, progress
 from softrank.cli.extract import one_line_warnings
 from softrank.validated.errors import InputError
 
@@ -71,7 +71,10 @@ def _arguments(args) -> dict:
     if len(eps) != 1:
         raise InputError("arguments", "eps", "the study takes one tolerance")
     check_count(args.operators, "operators")
-    check_count(args.jobs, "jobs")
+    check_count(args.jobs, "jobs", maximum=max_jobs())
+    check_count(args.seed, "seed", minimum=0)
+    check_device(args.device)
+    output_dir(args.out)
     check_count(args.sources, "sources")
     check_count(args.tokens, "tokens")
     if len(set(widths)) < 2:
@@ -157,6 +160,7 @@ def _run_kappa(args) -> int:
     ranks = parse_int_list(args.ranks, "ranks", minimum=1)
     for value, field in ((args.jobs, "jobs"), (args.limit, "limit"), (args.bootstrap, "bootstrap")):
         check_count(value, field)
+    check_count(args.jobs, "jobs", maximum=max_jobs())
     if args.max_minutes is not None and not args.max_minutes > 0:
         raise InputError("arguments", "max-minutes", "must be > 0")
     if not Path(args.store).is_dir():
@@ -171,6 +175,8 @@ def _run_kappa(args) -> int:
     finally:
         bars.close()
     s = result["summary"]
+    for line in s["operators_failed"]:  # one line per operator whose study failed; the others are in the tables
+        print(f"softrank study kappa: error: {' '.join(str(line).split())}", file=sys.stderr)
     if args.json:
         print(json.dumps(result))
     else:
@@ -179,5 +185,7 @@ def _run_kappa(args) -> int:
                   "kappa_lower_validated", "tau_checks", "tau_proved", "kappa_T_median_rel_gap", "kappa_C",
                   "seconds_total"):
             print(f"{k:>24}: {s[k]}")
+    if any(": InputError: " in str(line) for line in s["operators_failed"]):
+        return 2  # a malformed record (reported above; the other operators were studied)
     bad = s["operators_failed"] or s["kappa_lower_validated"] < s["kappa_brackets"] or s["tau_proved"] < s["tau_checks"]
     return 1 if bad or s["operators_done"] == 0 else 0

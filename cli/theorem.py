@@ -6,17 +6,23 @@
     softrank theorem kappa-gamma STORE [STORE ...] [--rank 8] [...]
 
 Every "proved"/"validated" value comes from ``softrank.validated`` (Arb balls); the LPs, SDPs and
-gauges are untrusted proposals.  Exit 0 when no check is refuted, 1 otherwise.
+gauges are untrusted proposals.  Exit 0 when no check is refuted, 1 otherwise; 2 when a record
+is malformed or its check cannot be computed (one line each on stderr; the others are still checked).
 """
 
 from __future__ import annotations
 
 import json
 import statistics
+import sys
 import time
 
-from softrank.cli.common import parse_int_list
+import numpy as np
+
+from softrank.cli.common import RECORD_FAILURES, check_count, output_file, parse_int_list, record_failure
 from softrank.validated.errors import InputError
+
+MAX_CASES = 10**6  # random or adversarial cases of the perturbation check (the default is 400 and 200)
 
 
 def configure(parser) -> None:
@@ -55,8 +61,9 @@ def _emit(args, summary: dict, rows: list[dict]) -> None:
 def _perturbation(args) -> int:
     from softrank.fastpath.theorem.perturbation import perturbation_suite
 
-    if args.random < 0 or args.adversarial < 0:
-        raise InputError("theorem perturbation", "random", "counts must be >= 0")
+    for value, field in ((args.random, "random"), (args.adversarial, "adversarial")):
+        check_count(value, field, minimum=0, maximum=MAX_CASES)
+    check_count(args.seed, "seed", minimum=0)
     t0 = time.perf_counter()
     res = perturbation_suite(args.random, args.adversarial, args.seed)
     res["seconds"] = round(time.perf_counter() - t0, 2)
@@ -106,21 +113,30 @@ def _kappa_gamma_summary(rows: list[dict]) -> tuple[dict, int]:
             "median kappa_bal / kappa(T) upper": statistics.median(r["bal_over_kappa"] for r in rows)}, refuted
 
 
-def _record_rows(args, recs, ranks) -> list[dict]:
+def _record_rows(args, recs, ranks, errors: list[str]) -> list[dict]:
+    """The check's rows; a record whose check cannot be computed (an LP that fails on extreme
+    logits, a record of the wrong form) adds one line to ``errors`` and the others go on."""
+    rows: list[dict] = []
+    for i, rec in enumerate(recs):
+        r = min(ranks[i % len(ranks)], min(rec.shape) - 1)
+        try:
+            with np.errstate(all="ignore"):  # an overflow in an untrusted proposal: its failure is reported
+                rows.extend(_check_one(args, rec, r))
+        except RECORD_FAILURES as err:
+            errors.append(record_failure(rec, err))
+    return rows
+
+
+def _check_one(args, rec, r: int) -> list[dict]:
     from softrank.fastpath.theorem.gauge import gauge_audit_record
     from softrank.fastpath.theorem.kappa import kappa_gamma_record
     from softrank.fastpath.theorem.tau import tau_check_record
 
-    rows: list[dict] = []
-    for i, rec in enumerate(recs):
-        r = min(ranks[i % len(ranks)], min(rec.shape) - 1)
-        if args.check == "tau":
-            rows.append(tau_check_record(rec, r))
-        elif args.check == "gauge-audit":
-            rows.extend(gauge_audit_record(rec, r, seed=args.seed))
-        else:
-            rows.append(kappa_gamma_record(rec, r))
-    return rows
+    if args.check == "tau":
+        return [tau_check_record(rec, r)]
+    if args.check == "gauge-audit":
+        return list(gauge_audit_record(rec, r, seed=args.seed))
+    return [kappa_gamma_record(rec, r)]
 
 
 SUMMARIES = {"tau": _tau_summary, "gauge-audit": _gauge_summary, "kappa-gamma": _kappa_gamma_summary}
@@ -132,16 +148,26 @@ def run(args) -> int:
     if args.check == "perturbation":
         return _perturbation(args)
     ranks = parse_int_list(args.rank, "rank", minimum=1)
-    if args.limit is not None and args.limit < 1:
-        raise InputError(f"theorem {args.check}", "limit", "must be >= 1")
-    recs = select_records(args.stores, args.records, args.limit, args.max_n)
+    check_count(args.limit, "limit")
+    check_count(args.max_n, "max-n")
+    check_count(args.seed, "seed", minimum=0)
+    if args.out:
+        output_file(args.out)
+    errors: list[str] = []  # one line per malformed record or failed check; the others go on
+    recs = select_records(args.stores, args.records, args.limit, args.max_n, errors=errors)
+    if not recs and not errors:
+        raise InputError(",".join(args.stores), "records", "no records selected")
     t0 = time.perf_counter()
-    rows = _record_rows(args, recs, ranks)
+    rows = _record_rows(args, recs, ranks, errors)
     summary: dict = {"check": args.check, "operators": len(recs), "rows": len(rows),
                      "seconds": round(time.perf_counter() - t0, 1)}
     refuted = 0
     if rows:
         extra, refuted = SUMMARIES[args.check](rows)
         summary.update(extra)
+    for line in errors:
+        print(f"softrank theorem: error: {line}", file=sys.stderr)
+    if not rows and errors:
+        return 2
     _emit(args, summary, rows)
-    return 0 if refuted == 0 else 1
+    return 2 if errors else 0 if refuted == 0 else 1

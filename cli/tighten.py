@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from softrank.cli.common import output_dir, parallel_map, parse_count, parse_eps_exact
+from softrank.cli.common import check_outside, max_jobs, output_dir, parallel_map, parse_count, parse_eps_exact
 from softrank.cli.common import progress as progress_bar
 from softrank.validated.errors import InputError
 
@@ -90,12 +90,13 @@ def check_paths(store, out, eps_list, records) -> Path:
     out_path = Path(out)
     if out_path.exists() and out_path.resolve() == Path(store).resolve():
         raise InputError(str(out), "out", "is the input store (tighten writes a new store; STORE is never changed)")
+    check_outside(out, store)  # a folder inside STORE would change it
     return output_dir(out, empty=True)
 
 
 def run(args) -> int:
     budget = parse_budget(args.budget)
-    jobs = parse_count(args.jobs, "jobs")
+    jobs = parse_count(args.jobs, "jobs", maximum=max_jobs())
     eps_list = parse_eps_items(args.eps)
     records = parse_records(args.records)
     out = check_paths(args.store, args.out, eps_list, records)
@@ -116,7 +117,7 @@ def run(args) -> int:
                              progress=lambda done, _total: update(done), lower_goal=args.lower_goal,
                              mapper=mapper, errors=errors)
     for line in errors:
-        print(line, file=sys.stderr)
+        print(f"softrank tighten: error: {line}", file=sys.stderr)
     malformed = f", {len(errors)} malformed (not written)" if errors else ""
     print(f"softrank tighten: {total} records, {len(rows)} (record, eps) tried in "
           f"{time.perf_counter() - t0:.1f} s{malformed} -> {out} (table {out / 'tighten.csv'})")

@@ -8,8 +8,10 @@ while writing leaves the old file untouched and no temporary file behind.
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -35,10 +37,49 @@ def make_temp_dir(prefix: str, parent: str | os.PathLike) -> Path:
     return folder
 
 
+def read_regular_file(path: str | os.PathLike, max_bytes: int | None = None) -> bytes:
+    """The bytes of a regular file (of at most ``max_bytes``); anything else (a FIFO, a device,
+    a folder, a symlink loop) is an ``OSError`` naming the path, raised before reading, so that
+    nothing blocks on a pipe or reads a device without end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if max_bytes is not None and info.st_size > max_bytes:
+            raise OSError(errno.EFBIG, f"larger than {max_bytes} bytes", str(path))
+        fh = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with fh:
+        return fh.read()
+
+
+def check_output_file(path: str | os.PathLike) -> Path:
+    """An output file about to be (re)written by ``atomic_write``: what is there must be a regular
+    file (or a link to one) or nothing; a folder, a FIFO, a device or a symlink loop there is an
+    ``OSError`` naming the path (a FIFO or a link would otherwise be silently replaced)."""
+    path = Path(path)
+    if os.path.lexists(path):
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:  # a dangling link: replaced, as before
+            return path
+        except OSError as err:
+            raise OSError(err.errno, err.strerror, str(path)) from None
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EEXIST, "exists and is not a regular file (nothing was written)", str(path))
+    return path
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
     """Call ``write(tmp_path)`` and move the result to ``path`` in one rename (mode per umask)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    path = check_output_file(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    except OSError as err:  # name the file asked for, not the temporary one
+        raise OSError(err.errno, f"cannot write here: {err.strerror}", str(path)) from None
     os.close(fd)
     try:
         write(tmp)

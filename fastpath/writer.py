@@ -26,9 +26,10 @@ from typing import Any
 import numpy as np
 
 from softrank.exact.rational import MAX_DIGITS
-from softrank.fastpath.files import make_temp_dir, write_csv
+from softrank.fastpath.files import make_temp_dir, read_regular_file, write_csv
 from softrank.replay.reader import list_records
 from softrank.replay.record import RECORD_ID_RE, SCHEMA, SCHEMA_VERSION_WRITTEN, Record
+from softrank.validated.errors import InputError
 
 
 class RecordWriter:
@@ -168,8 +169,13 @@ class RecordWriter:
         try:
             if self.doc["operator"] is None or self.doc["a_hat"] is None:
                 raise ValueError("record needs an operator and a_hat before commit")
+            try:
+                text = json.dumps(_jsonable(self.doc), indent=1, allow_nan=False)
+            except RecursionError:  # e.g. a provenance nested deeper than Python can recurse
+                raise InputError(str(self.store / "records" / self.record_id), "record.json",
+                                 "a field is nested too deeply to be written as JSON") from None
             with open(self._tmp / "record.json", "w", encoding="utf-8") as fh:
-                json.dump(_jsonable(self.doc), fh, indent=1, allow_nan=False)
+                fh.write(text)
                 fh.flush()
                 os.fsync(fh.fileno())
         except BaseException:
@@ -281,7 +287,7 @@ def write_index(store: str | os.PathLike) -> Path:
     rows = []
     for folder in list_records(store):
         try:
-            doc = json.loads((folder / "record.json").read_text(encoding="utf-8"))
+            doc = json.loads(read_regular_file(folder / "record.json").decode("utf-8"))
             prov = doc.get("provenance", {})
             shape = (doc.get("a_hat") or {}).get("shape", [None, None])
             rows.append({"record_id": doc.get("record_id", folder.name), "model": prov.get("model", ""),
@@ -289,7 +295,7 @@ def write_index(store: str | os.PathLike) -> Path:
                          "head": prov.get("head", ""), "m": shape[0], "N": shape[1],
                          "form": (doc.get("operator") or {}).get("form", ""),
                          "tolerances": len(doc.get("tolerances", []))})
-        except (OSError, ValueError, AttributeError, TypeError):
+        except (OSError, ValueError, AttributeError, TypeError, RecursionError):
             rows.append({"record_id": folder.name, "model": "(unreadable)"})
     fields = ["record_id", "model", "family", "layer", "head", "m", "N", "form", "tolerances"]
     return write_csv(store / "index.csv", rows, fields)

@@ -96,15 +96,15 @@ class _Reader:
         return exact, text
 
     def regular_file_bytes(self, file: Path, field_name: str, shown: str) -> bytes:
-        """The bytes of a regular file (never a pipe, device or socket: those could block forever)."""
+        """The bytes of a regular file (never a pipe, device, socket or folder: those could block forever)."""
         try:  # opened without blocking (a FIFO would wait for a writer), then checked on the open file
             fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
-        except OSError as err:
-            self.fail(field_name, f"cannot read {shown}: {err.strerror or err}")
+        except (OSError, ValueError) as err:  # ValueError: a NUL byte in the name
+            self.fail(field_name, f"cannot read {shown}: {getattr(err, 'strerror', None) or err}")
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # checked before fdopen, which refuses a folder
+            os.close(fd), self.fail(field_name, f"{shown} is not a regular file")
         with os.fdopen(fd, "rb") as fh:
             try:
-                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                    self.fail(field_name, f"{shown} is not a regular file")
                 return fh.read()
             except OSError as err:
                 self.fail(field_name, f"cannot read {shown}: {err.strerror or err}")
@@ -122,9 +122,9 @@ class _Reader:
         if len(shape) != ndim or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_INT
                                          for s in shape):
             self.fail(f"{path}.shape", f"expected {ndim} non-negative integers, got {shape!r}")
-        file = (self.folder / rel).resolve()
-        if self.resolved not in file.parents:
-            self.fail(f"{path}.path", f"array path escapes the record folder: {rel!r}")
+        file = Path(os.path.realpath(self.folder / rel)) if "\0" not in rel else None  # a link loop: ELOOP on open
+        if file is None or self.resolved not in file.parents:  # a NUL byte, or a path out of the folder
+            self.fail(f"{path}.path", f"array path is not a file name inside the record folder: {rel!r}")
         raw = self.regular_file_bytes(file, f"{path}.path", rel)
         if hashlib.sha256(raw).hexdigest() != digest.lower():
             self.fail(f"{path}.sha256", f"hash mismatch for {rel} (file altered or truncated)")

@@ -10,6 +10,8 @@ import importlib
 
 from softrank.cli.common import check_count
 
+MAX_REPEATS = 1000  # timing repeats (default 5)
+
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "replay": ("softrank.cli.bench.upper:main", "validated vs float64 time for upper witnesses"),
     "lower": ("softrank.cli.bench.lower:main", "validated vs float64 time for lower certificates"),
@@ -22,14 +24,14 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
 
 def configure(parser) -> None:
     parser.add_argument("name", choices=sorted(BENCHMARKS), help="which benchmark")
-    parser.add_argument("--repeats", type=int, default=5, help="timing repeats, >= 1 (median reported)")
+    parser.add_argument("--repeats", type=int, default=5, help=f"timing repeats, 1 to {MAX_REPEATS} (median reported)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     parser.add_argument("target", nargs="?", help="the store folder (bench store)")
     parser.add_argument("--json", action="store_true", help="one JSON object (bench store)")
 
 
 def run(args) -> int:
-    check_count(args.repeats, "repeats")
+    check_count(args.repeats, "repeats", maximum=MAX_REPEATS)
     target, _ = BENCHMARKS[args.name]
     module_name, func = target.split(":")
     return int(getattr(importlib.import_module(module_name), func)(args) or 0)

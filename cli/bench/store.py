@@ -33,6 +33,7 @@ from softrank.fastpath.float64 import decoder_value, max_row_l1, rowsoftmax64
 from softrank.replay.engine import replay_record
 from softrank.replay.reader import list_records, read_record
 from softrank.replay.rules import TRIVIAL_RULE, UPPER_RULE, Claim, check_lower_certificate
+from softrank.validated.errors import InputError
 from softrank.validated.float_bounds import binary64_environment_ok
 from softrank.validated.softmax_binary64 import softmax_binary64_enclosure
 from softrank.validated.softmax_enclosure import chi_upper, logits_balls, rowsoftmax_enclosure
@@ -50,7 +51,22 @@ def main(args) -> int:
 
 
 def _main(args, store: Path) -> int:
-    folders = list_records(store)
+    folders, errors = [], []
+    for folder in list_records(store):  # the plain pass trusts the manifest: only well-formed records are timed
+        try:
+            read_record(folder)
+            folders.append(folder)
+        except InputError as err:
+            errors.append(err.one_line())
+    for line in errors:
+        print(f"softrank bench store: error: {line} (not timed)", file=sys.stderr)
+    if not folders:
+        return 2
+    code = _timed(args, store, folders)
+    return 2 if errors else code
+
+
+def _timed(args, store: Path, folders: list[Path]) -> int:
     repeats = 1 if args.quick else args.repeats
     as_json = getattr(args, "json", False)
     runs = {"float64": [], "validated": [], "parts": []}

@@ -230,12 +230,20 @@ def read_brackets(replay_dir) -> dict:
     path = Path(replay_dir) / "replay.parquet"
     if not path.is_file():
         raise InputError(str(replay_dir), "replay.parquet", "no replay table here (run softrank replay STORE --out DIR)")
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except Exception as err:  # pyarrow raises several types for a corrupt file
+        raise InputError(str(path), "replay.parquet", f"not a readable parquet table ({type(err).__name__})") from None
     need = {"record_id", "eps", "eps_value", "validated_lower", "validated_upper"}
     if not need <= set(table.column_names):
         raise InputError(str(path), "columns", f"missing {sorted(need - set(table.column_names))}")
     out: dict = {}
-    for row in table.select(sorted(need)).to_pylist():
+    for i, row in enumerate(table.select(sorted(need)).to_pylist()):
+        if row["eps_value"] is None:  # a malformed record's row: no bracket
+            continue
+        if not isinstance(row["record_id"], str) or not isinstance(row["eps_value"], float) \
+                or not 0 < row["eps_value"] < 1:
+            raise InputError(str(path), f"row {i}", "expected a record id and an eps_value in (0, 1)")
         out.setdefault(row["record_id"], {})[float(row["eps_value"])] = (
             row["eps"], row["validated_lower"], row["validated_upper"])
     return out
@@ -277,14 +285,26 @@ def select_operators(store, brackets: dict, records: str | None = None, limit: i
     """The store's records that the replay table covers, interleaved; optional ids and a limit."""
     from softrank.replay.reader import list_records
 
+    from softrank.fastpath.files import read_regular_file
+    from softrank.validated.errors import InputError
+
     wanted = None if records is None else {s.strip() for s in records.split(",") if s.strip()}
-    items = []
+    if wanted is not None and not wanted:
+        raise InputError("arguments", "records", f"no record id given: {records!r}")
+    items, names = [], set()
     for folder in list_records(store):
+        names.add(folder.name)
         if folder.name not in brackets or (wanted is not None and folder.name not in wanted):
             continue
-        prov = json.loads((folder / "record.json").read_text()).get("provenance", {})
+        try:  # only the provenance, for the interleaving; the worker reads and checks the whole record
+            prov = json.loads(read_regular_file(folder / "record.json").decode("utf-8")).get("provenance", {})
+            prov = prov if isinstance(prov, dict) else {}
+        except (OSError, ValueError, AttributeError, RecursionError):
+            prov = {}
         items.append({"folder": str(folder), "record_id": folder.name, "family": prov.get("family"),
                       "source_id": prov.get("source_id")})
+    if wanted is not None and wanted - names:
+        raise InputError(str(store), "records", f"not found: {sorted(wanted - names)[:5]}")
     return interleave(items)[:limit]
 
 

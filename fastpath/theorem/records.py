@@ -29,11 +29,16 @@ def double_centre(h: np.ndarray) -> np.ndarray:
 
 
 def select_records(stores: list[str], ids: str | None = None, limit: int | None = None,
-                   max_n: int | None = None):
+                   max_n: int | None = None, errors: list[str] | None = None):
     """Records of the stores (in order), optionally only the given comma-separated ids, at most
-    ``limit`` per store, skipping operators wider than ``max_n``."""
+    ``limit`` per store, skipping operators wider than ``max_n``.  With an ``errors`` list, a
+    malformed record is skipped and its one-line error appended there (the others are still
+    selected); without one, it raises."""
     wanted = None if ids is None else {s.strip() for s in ids.split(",") if s.strip()}
+    if wanted is not None and not wanted:
+        raise InputError("arguments", "records", f"no record id given: {ids!r}")
     out = []
+    seen = set()
     for store in stores:
         taken = 0
         for folder in list_records(store):
@@ -41,13 +46,21 @@ def select_records(stores: list[str], ids: str | None = None, limit: int | None 
                 continue
             if limit is not None and taken >= limit:
                 break
-            rec = read_record(folder)
+            try:
+                rec = read_record(folder)
+            except InputError as err:
+                if errors is None:
+                    raise
+                errors.append(err.one_line())
+                seen.add(folder.name)
+                continue
+            seen.add(rec.record_id)
             if max_n is not None and max(rec.shape) > max_n:
                 continue
             out.append(rec)
             taken += 1
     if wanted is not None:
-        missing = wanted - {r.record_id for r in out}
+        missing = wanted - seen
         if missing:
             raise InputError(",".join(stores), "records", f"not found: {sorted(missing)[:5]}")
     return out

@@ -17,7 +17,12 @@ the time is spent.  Then ``scan_extensions`` tries every remaining row, one at a
 next row of the set (rows in decreasing order of their least l1 distance to the set; a row
 within 2 eps in l1 of a row of the set is skipped, since ``eps*({i, k}) <= ||a_i - a_k||_1 / 2``
 bounds eps*(S) from above), each set decided through ``SetOracle``; it repeats after each
-success.  Every certificate returned has float64 value <= 1 - MARGIN.
+success.  When the scan finds no row either, ``pool_search`` lets rows of the set be swapped:
+on a pool of the set's rows and ``POOL_EXTRA`` more (each next the row farthest in l1 from the
+pool), it lists the signed row simplices (``softrank.oracle.nerve.signed_simplices``: the row
+sets and sign patterns s for which some y has ``s_l a_l . y > eps ||y||_inf`` on every row); a
+set of p + 1 rows carrying all 2^p patterns is exactly a set with eps*(S) > eps, and its decoder
+comes from the same eps* LP.  Every certificate returned has float64 value <= 1 - MARGIN.
 """
 
 from __future__ import annotations
@@ -35,11 +40,14 @@ from softrank.fastpath.decoder_oracle import (
 )
 from softrank.fastpath.float64 import decoder_value
 from softrank.fastpath.lower import MARGIN, Certificate
+from softrank.oracle.nerve import signed_simplices
 
 GROUPS = 96  # column groups of the merged eps* LP (operators with more columns)
 EARLY_ITERATIONS = 15  # interior-point iterations of the first, cheap LP of a set
 FIRST_BLOCK = 4  # rows appended in the first attempt
 PATIENCE = 6  # single rows failing in a row before the growth stops
+POOL_EXTRA = 5  # rows added to the set's own for the pool search
+POOL_LPS = 20000  # cone LPs of one pool search at most
 
 
 def overlap_order(A: np.ndarray, rows) -> list[int]:
@@ -120,6 +128,8 @@ def grow_decoder(A: np.ndarray, start: Certificate, eps: float, goal: int, deadl
             pos, fails = pos + 1, fails + 1
     if len(rows) < goal:
         rows, W, value = scan_extensions(A, rows, W, value, eps, goal, deadline, log)
+    if len(rows) < goal and time.perf_counter() < deadline:
+        rows, W, value = pool_search(A, rows, W, value, eps, deadline, log)
     if len(rows) == len(start.rows):
         return start
     return Certificate("decoder", len(rows), rows=rows, W=W, margin=1.0 - value)
@@ -158,4 +168,56 @@ def scan_extensions(A: np.ndarray, rows: np.ndarray, W: np.ndarray, value: float
             break
         rows, W, value = hit
         dist = np.minimum(dist, np.abs(A - A[rows[-1]]).sum(axis=1))
+    return rows, W, value
+
+
+def far_pool(A: np.ndarray, rows: np.ndarray, eps: float, extra: int) -> list[int]:
+    """``rows`` and up to ``extra`` more, each next the row farthest in l1 from the pool (only rows
+    more than 2 eps from every pool row: closer ones cannot join a decoder set with it)."""
+    pool = [int(i) for i in rows]
+    dist = np.full(A.shape[0], np.inf)
+    for i in pool:
+        dist = np.minimum(dist, np.abs(A - A[i]).sum(axis=1))
+    while len(pool) < len(rows) + extra:
+        j = int(np.argmax(dist))
+        if dist[j] <= 2 * eps:
+            break
+        pool.append(j)
+        dist = np.minimum(dist, np.abs(A - A[j]).sum(axis=1))
+    return sorted(pool)
+
+
+def full_sets(simplices, size: int) -> list[tuple]:
+    """Row sets of ``size`` rows among the listed signed simplices that carry all 2^(size-1) sign
+    patterns (first sign +1)."""
+    count: dict[tuple, int] = {}
+    for R, _, _ in simplices:
+        count[R] = count.get(R, 0) + 1
+    return [R for R, c in count.items() if c == 2 ** (size - 1)]
+
+
+def pool_search(A: np.ndarray, rows: np.ndarray, W: np.ndarray, value: float, eps: float, deadline: float,
+                log: list | None = None, extra: int = POOL_EXTRA) -> tuple[np.ndarray, np.ndarray, float]:
+    """One more row by swapping (see the module docstring): (rows, W, float64 value) of a set of
+    len(rows) + 1 rows from the pool with a decoder checked in float64, or the input."""
+    rows = np.asarray(rows, dtype=np.int64)
+    pool = far_pool(A, rows, eps, extra)
+    if len(pool) <= len(rows):
+        return rows, W, value
+    simplices = signed_simplices(A, eps, len(rows), pool, max_lps=POOL_LPS, deadline=deadline)
+    if not simplices:
+        return rows, W, value
+    oracle = SetOracle(A)
+    for R in full_sets(simplices, len(rows) + 1):
+        if time.perf_counter() > deadline:
+            break
+        cand = np.asarray(R, dtype=np.int64)
+        t0 = time.perf_counter()
+        res = oracle.decide(cand, eps)
+        Wc = None if res is None else res[1]
+        v = decoder_value(A, cand, Wc, eps) if Wc is not None else np.inf
+        if log is not None:
+            log.append((len(cand), v <= 1.0 - MARGIN, time.perf_counter() - t0))
+        if v <= 1.0 - MARGIN:
+            return cand, Wc, v
     return rows, W, value

@@ -12,6 +12,7 @@ proofs/oracle_nerve_cycle.md says why such a cycle proves the cell impossible.
 
 from __future__ import annotations
 
+import time
 from fractions import Fraction
 
 import numpy as np
@@ -29,8 +30,11 @@ def _cone_point(A: np.ndarray, rows: tuple, signs: tuple, eps: float):
     return cone_point(np.asarray(signs, dtype=np.float64)[:, None] * A[list(rows)], eps + MARGIN)
 
 
-def _simplices(A: np.ndarray, eps: float, k: int, rows: list[int]):
-    """Signed row simplices with k + 1 vertices on ``rows`` and their points; None past MAX_LPS."""
+def signed_simplices(A: np.ndarray, eps: float, k: int, rows: list[int], max_lps: int = MAX_LPS,
+                     deadline: float | None = None):
+    """Signed row simplices with k + 1 vertices on ``rows`` (first sign +1) and their float points,
+    listed level by level (a simplex only when all its faces are simplices); None past ``max_lps``
+    cone LPs or past ``deadline`` (``time.perf_counter()``)."""
     points: dict[tuple, np.ndarray] = {}
     level = []
     lps = 0
@@ -50,7 +54,7 @@ def _simplices(A: np.ndarray, eps: float, k: int, rows: list[int]):
                     cand = (R + (r,), S + (s,))
                     if any(_face(*cand, j) not in points for j in range(len(cand[0]) - 1)):
                         continue
-                    if lps >= MAX_LPS:
+                    if lps >= max_lps or (deadline is not None and time.perf_counter() > deadline):
                         return None
                     lps += 1
                     y = _cone_point(A, *cand, eps)
@@ -92,7 +96,7 @@ def lower_bound(A, eps: Fraction, k: int, klass: str = "unrestricted", cell=None
     if k < 1 or k >= min(m, MAX_ROWS):
         return None
     Af = np.array([[float(x) for x in row] for row in A], dtype=np.float64)
-    top = _simplices(Af, float(eps), k, list(range(min(m, MAX_ROWS))))
+    top = signed_simplices(Af, float(eps), k, list(range(min(m, MAX_ROWS))))
     if not top:
         return None
     for _ in range(3):  # a point that fails the exact check drops its simplex; search again

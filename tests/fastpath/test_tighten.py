@@ -149,6 +149,34 @@ def test_the_scan_finds_every_extending_row_and_skips_rows_close_to_the_set():
     assert [ok for _, ok, _ in log] == [True, True, True]
 
 
+def _peaks_and_a_spread_row() -> np.ndarray:
+    """Rows 0-3 peaked on columns 0-3; rows 4 and 5 spread over columns 0-2.  The largest decoder
+    set is {0, 1, 2, 3}; a set holding row 4 has at most 3 rows (e.g. {2, 3, 4})."""
+    h = np.zeros((6, 6))
+    h[np.arange(4), np.arange(4)] = 6.0
+    h[4, [0, 1, 2]] = 6.0
+    h[5] = h[4]
+    return rowsoftmax64(h)
+
+
+def test_the_pool_search_swaps_a_row_the_scan_cannot_extend():
+    A, eps = _peaks_and_a_spread_row(), 0.25
+    rows = np.array([2, 3, 4], dtype=np.int64)
+    v0, W, _ = tighten_lower.set_decoder(A, rows, eps)
+    assert W is not None and v0 <= 1 - MARGIN
+    deadline = time.perf_counter() + 30
+    same = tighten_lower.scan_extensions(A, rows, W, v0, eps, 4, deadline)
+    assert same[0].tolist() == rows.tolist()  # no single row extends {2, 3, 4}
+    assert tighten_lower.far_pool(A, rows, eps, 5) == [0, 1, 2, 3, 4]  # row 5 (= row 4) left out
+    rows2, W2, v2 = tighten_lower.pool_search(A, rows, W, v0, eps, deadline)
+    assert sorted(rows2.tolist()) == [0, 1, 2, 3]
+    assert decoder_value(A, rows2, W2, eps) == v2 <= 1 - MARGIN
+    grown = tighten_lower.grow_decoder(A, Certificate("decoder", 3, rows=rows, W=W), eps, 4, deadline)
+    assert grown.lower == 4 and decoder_value(A, np.asarray(grown.rows), grown.W, eps) <= 1 - MARGIN
+    again = tighten_lower.pool_search(A, rows2, W2, v2, eps, deadline)  # no 5-row set exists
+    assert again[0] is rows2
+
+
 def test_tighten_never_makes_a_bracket_worse_and_the_replay_confirms(tmp_path):
     A = loose_record(tmp_path / "src")
     rows = tighten_record(tmp_path / "src" / "records" / "syn-loose", tmp_path / "out", None, 6.0)

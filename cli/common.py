@@ -153,9 +153,10 @@ def output_dir(path, field: str = "out", empty: bool = False):
     return path
 
 
-def output_file(path, field: str = "out"):
-    """An output file checked before any work: its folder must exist, and what is at the path must
-    be a regular file or nothing (a folder, FIFO, device or symlink loop there is an ``InputError``)."""
+def output_file(path, field: str = "out", folder_must_exist: bool = True):
+    """An output file checked before any work: what is at the path must be a regular file or
+    nothing (a folder, FIFO, device or symlink loop there is an ``InputError``), and its folder
+    must exist (unless the command creates it)."""
     from pathlib import Path
 
     from softrank.fastpath.files import check_output_file
@@ -167,7 +168,7 @@ def output_file(path, field: str = "out"):
         check_output_file(path)
     except OSError as err:
         raise InputError(str(path), field, err.strerror or str(err)) from None
-    if not path.parent.is_dir():
+    if folder_must_exist and not path.parent.is_dir():
         raise InputError(str(path), field, f"its folder {path.parent} does not exist or is not a folder")
     return path
 

@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from softrank.cli.common import check_count
 from softrank.cli.tables import write_table
-from softrank.cli.common import output_dir
+from softrank.cli.common import output_dir, output_file
 from softrank.cli.replay_tables import eps_fraction
 from softrank.validated.errors import InputError
 
@@ -257,6 +257,8 @@ def render(tables: dict[str, list[dict]], max_list: int) -> None:
 
 def run(args) -> int:
     check_count(args.max_list, "max-list", minimum=0)
+    if getattr(args, "write_baseline", None):  # checked before any work or output
+        output_file(args.write_baseline, "write-baseline")
     folder = Path(args.replay_dir)
     if not folder.is_dir():
         raise InputError(str(folder), "", "not a folder")

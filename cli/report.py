@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from softrank.cli import report_figures as rf
-from softrank.cli.common import output_dir
+from softrank.cli.common import output_dir, output_file
 from softrank.cli.regress import VERDICTS, _read, analyse
 from softrank.fastpath.files import atomic_write
 from softrank.validated.errors import InputError
@@ -44,6 +44,8 @@ def configure(parser) -> None:
 
 def run(args) -> int:
     out = Path(args.out) if args.out else Path(args.replay_dir) / "report.html"
+    if args.out:  # checked before the figures are drawn
+        output_file(out, folder_must_exist=False)
     path = write_report(args.replay_dir, out, figures=args.figures)
     print(f"report: {path}")
     return 0

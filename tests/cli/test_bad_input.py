@@ -3,7 +3,10 @@ exit code 2, no traceback, and nothing already written is lost."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import stat
 import subprocess
 import sys
 
@@ -25,6 +28,7 @@ def work(tmp_path_factory):
     (root / "wide.json").write_text("[[1, 2, 3]]")
     (root / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     os.mkfifo(root / "fifo.json")
+    (root / "adir").mkdir()
     return root
 
 
@@ -54,6 +58,39 @@ CASES = [
     ("extract --model minilm --out afile", "afile"),
     ("extract --model minilm --device tpu --out e1", "device"),
     ("run --device tpu --out r1", "device"),
+    # argparse's own errors: one line (not the usage too)
+    ("demo --size x --out d2", "--size"),
+    ("oracle ok.json --eps 1/4", "--rank"),
+    ("families cube", "cube"),
+    ("study widths", "--out"),
+    # counts: negative seeds, and huge values that would run for ages or exhaust memory
+    ("demo --seed -1 --out d3", "seed"),
+    ("demo --size 100000000 --out d4", "size"),
+    ("demo --operators 10000000000 --out d5", "operators"),
+    ("theorem perturbation --adversarial -1", "adversarial"),
+    ("theorem perturbation --random 10000000000000", "random"),
+    ("theorem perturbation --seed -1", "seed"),
+    ("replay store --jobs 100000", "jobs"),
+    ("bracket store --out b9 --jobs 100000", "jobs"),
+    ("attack store --restarts 100000000000000", "restarts"),
+    ("bench oracle --repeats 100000000", "repeats"),
+    ("kappa store --max-n 0", "max-n"),
+    ("theorem tau store --max-n -1", "max-n"),
+    ("theorem tau store --records ,", "records"),
+    ("families grid --r 1000000 --L 1000000", "L^r"),
+    ("families gauge --beta 1e100000", "beta"),
+    ("families gauge --t 1e390", "beta, t"),
+    ("study widths --out sw --device tpu", "device"),
+    # special files where an output file or an input text is expected: refused, never replaced or read
+    ("regress replayed --out g1 --write-baseline fifo.json", "fifo.json"),
+    ("regress replayed --out g2 --write-baseline adir", "adir"),
+    ("report replayed --out fifo.json", "fifo.json"),
+    ("theorem tau store --rank 2 --out adir", "adir"),
+    ("kappa store --rank 2 --out fifo.json", "fifo.json"),
+    ("extract --model minilm --text-file fifo.json --out e4", "fifo.json"),
+    # an output store inside the input store would change it
+    ("bracket store --out store/records/zz", "inside"),
+    ("tighten store --out store/zz", "inside"),
 ]
 
 
@@ -68,6 +105,8 @@ def test_one_line_exit_2(work, command, needle):
     assert (work / "afile").read_text() == "keep me"
     for name, mtime in before.items():  # nothing already there was rewritten
         assert (work / name).stat().st_mtime_ns == mtime, (command, name)
+    assert stat.S_ISFIFO((work / "fifo.json").lstat().st_mode) and (work / "adir").is_dir()
+    assert sorted(p.name for p in (work / "store" / "records").iterdir()) == ["demo-00"]  # the store is unchanged
 
 
 def test_cuda_on_a_torch_without_cuda_is_one_line(work):
@@ -79,3 +118,72 @@ def test_cuda_on_a_torch_without_cuda_is_one_line(work):
         assert proc.returncode == 0, proc.stderr
     else:
         assert proc.returncode == 2 and "no CUDA device" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _softrank(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "softrank", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def one_bad(tmp_path_factory):
+    """A store of three small records whose middle one has an empty record.json."""
+    root = tmp_path_factory.mktemp("onebad")
+    build_demo_store(root / "store", operators=3, size=8, seed=0)
+    (root / "store" / "records" / "demo-01" / "record.json").write_text("")
+    return root
+
+
+@pytest.mark.parametrize("command", ["kappa store --rank 2 --json", "theorem tau store --rank 2 --json"])
+def test_one_bad_record_does_not_stop_the_others(one_bad, command):
+    """kappa and theorem report a malformed record on one line and still compute the others (exit 2)."""
+    proc = _softrank(*command.split(), cwd=one_bad)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert len(lines) == 1 and "demo-01" in lines[0] and "record.json" in lines[0], lines
+    rows = json.loads(proc.stdout)["rows"]
+    assert {r["record"] if "record" in r else r["record_id"] for r in rows} == {"demo-00", "demo-02"}
+
+
+def test_a_check_that_cannot_be_computed_is_one_line_per_record(one_bad):
+    """kappa-gamma needs records with queries and keys: each logits record is one line, no traceback."""
+    proc = _softrank("theorem", "kappa-gamma", "store", "--rank", "2", cwd=one_bad)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert len(lines) == 3 and all(line.startswith("softrank theorem: error: ") for line in lines), lines
+    assert sum("queries and keys" in line for line in lines) == 2 and sum("record.json" in line for line in lines) == 1
+
+
+def test_run_prints_a_malformed_record_on_stderr(one_bad, tmp_path):
+    shutil.copytree(one_bad / "store", tmp_path / "out" / "store")
+    proc = _softrank("run", "--reuse", "--out", tmp_path / "out", "--jobs", "1", "--no-progress", cwd=tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert len(lines) == 1 and lines[0].startswith("softrank run: error: ") and "demo-01" in lines[0], lines
+    assert "replay error" not in proc.stdout
+
+
+MULTI = {  # command (after STORE) and the table that must list the good records
+    "replay": (["--out", "OUT"], "replay.csv"),
+    "bracket": (["--out", "OUT", "--jobs", "1", "--eps", "0.25", "--no-progress"], "bracket.csv"),
+    "attack": (["--out", "OUT", "--restarts", "1", "--no-progress"], "attack.csv"),
+    "tighten": (["--out", "OUT", "--budget", "1", "--no-progress"], "tighten.csv"),
+}
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+@pytest.mark.parametrize("command", sorted(MULTI))
+def test_a_special_record_json_is_reported_and_the_others_are_processed(tmp_path, command, kind):
+    """record.json a FIFO (replay and bracket waited on it forever) or a folder (the whole run
+    stopped on "3: Is a directory"): one line naming the record, the others in the table, exit 2."""
+    build_demo_store(tmp_path / "store", operators=3, size=8, seed=0)
+    manifest = tmp_path / "store" / "records" / "demo-01" / "record.json"
+    manifest.unlink()
+    os.mkfifo(manifest) if kind == "fifo" else manifest.mkdir()
+    extra, table = MULTI[command]
+    proc = _softrank(command, "store", *[str(tmp_path / "out") if a == "OUT" else a for a in extra], cwd=tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert len(lines) == 1 and "demo-01" in lines[0] and "not a regular file" in lines[0], lines
+    text = (tmp_path / "out" / table).read_text()
+    assert "demo-00" in text and "demo-02" in text

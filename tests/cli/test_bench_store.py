@@ -57,3 +57,14 @@ def test_the_table_has_every_component(store, capsys):
 def test_a_missing_store_is_refused(capsys):
     assert main(["bench", "store", "--json"]) == 2
     assert "give the store folder" in capsys.readouterr().err
+
+
+def test_a_malformed_record_is_reported_and_not_timed(store, capsys):
+    """The plain pass trusts the manifest: a record.json cut short was a JSONDecodeError traceback."""
+    manifest = store / "records" / "qk" / "record.json"
+    manifest.write_text(manifest.read_text()[:100])
+    assert main(["bench", "store", str(store), "--json", "--repeats", "1"]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "qk" in lines[0] and "record.json" in lines[0] and "not timed" in lines[0]
+    assert json.loads(captured.out)["records"] == 1

@@ -57,6 +57,36 @@ def test_counts():
             parse_count(bad, "rank", minimum=0)
 
 
+def test_counts_have_upper_limits_and_paths_are_checked_before_work(tmp_path):
+    """A count that would run for ages is refused; an output file over a folder or FIFO, an empty
+    path, and an output folder inside the input are refused before anything is created."""
+    import os
+
+    from softrank.cli.common import check_outside, max_jobs, output_dir, output_file
+
+    assert check_count(5, "repeats", maximum=5) == 5 and max_jobs() >= 64
+    with pytest.raises(InputError, match=r"repeats.*<= 5, got 6"):
+        check_count(6, "repeats", maximum=5)
+    with pytest.raises(InputError, match=r"jobs.*digits"):
+        parse_count("9" * 40, "jobs", maximum=max_jobs())
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "folder").mkdir()
+    for name in ("pipe", "folder"):
+        with pytest.raises(InputError, match="not a regular file"):
+            output_file(tmp_path / name)
+    with pytest.raises(InputError, match="does not exist"):
+        output_file(tmp_path / "nowhere" / "x.csv")
+    assert output_file(tmp_path / "nowhere" / "x.csv", folder_must_exist=False).name == "x.csv"
+    for empty in ("", " "):
+        with pytest.raises(InputError, match="empty path"):
+            output_dir(empty)
+    check_outside(tmp_path / "store", tmp_path / "store")  # the folder itself: in place, allowed
+    check_outside(tmp_path / "other", tmp_path / "store")
+    with pytest.raises(InputError, match="inside"):
+        check_outside(tmp_path / "store" / "records" / "x", tmp_path / "store")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "pipe"]
+
+
 def test_progress_off_and_on(capsys):
     with progress(False, 5, "x") as update:
         update(3)

@@ -185,6 +185,35 @@ def test_command_line(replayed, tmp_path):
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("tamper, needle", [
+    ("foreign", "column missing"),  # a parquet of other columns: report's KeyError
+    ("swapped", "column missing"),  # verdicts.parquet in place of replay.parquet
+    ("nan_eps", "eps' expected a tolerance"),  # a tampered row: report's TypeError on None
+])
+def test_a_tampered_table_is_one_line_in_report_and_regress(replayed, tmp_path, tamper, needle):
+    import pyarrow as pa
+
+    folder = tmp_path / "replay"
+    shutil.copytree(replayed, folder)
+    table = folder / "replay.parquet"
+    if tamper == "foreign":
+        pq.write_table(pa.table({"a": [1, 2]}), table)
+    elif tamper == "swapped":
+        shutil.copy(folder / "verdicts.parquet", table)
+    else:
+        rows = pq.read_table(table).to_pylist()
+        next(r for r in rows if r["status"] == "ok").update(eps="nan", m=None)
+        pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(table)), table)
+    for command in (["report", str(folder), "--out", str(tmp_path / "r.html")],
+                    ["regress", str(folder), "--out", str(tmp_path / "g")]):
+        proc = subprocess.run([sys.executable, "-m", "softrank", *command], capture_output=True, text=True,
+                              timeout=300, cwd=tmp_path)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, (command, proc.stderr[-1500:])
+        assert len(lines) == 1 and "replay.parquet" in lines[0] and needle in lines[0], lines
+    assert not (tmp_path / "r.html").exists()
+
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 PROBE = """<script>window.addEventListener('load', () => {
   const seen = [...document.images].map(i => { const b = i.getBoundingClientRect();

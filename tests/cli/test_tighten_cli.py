@@ -50,6 +50,8 @@ CASES = [
     ("nostore --out o6", "records"),
     ("store --out o8 --jobs 0", "jobs"),
     ("store --out o9 --jobs two", "jobs"),
+    ("store --out o10 --jobs 100000000", "jobs"),
+    ("store --out store/o11", "inside"),  # a new folder inside STORE would change it
 ]
 
 
@@ -61,6 +63,7 @@ def test_bad_input_is_one_line_exit_2(work, command, needle, capsys, monkeypatch
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and needle in err[0], (command, err)
     assert sorted(p.name for p in work.iterdir()) == before  # no output folder was made
+    assert sorted(p.name for p in (work / "store").iterdir()) == ["records"]  # STORE unchanged
     assert (work / "afile").read_text() == "keep me"
 
 

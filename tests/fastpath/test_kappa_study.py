@@ -162,3 +162,35 @@ def test_larger_run_two_families_two_jobs(tmp_path, capsys):
     assert code == 0 and s["operators_done"] == 12 and s["rows"] == 36
     assert s["kappa_lower_validated"] == s["kappa_brackets"] and s["kappa_C"]["40"]["max_rel_gap"] <= 1e-3
     assert {c["family"] for c in res["correlations"]} == {"a", "b"}
+
+
+def test_malformed_rows_and_records_are_reported_not_crashed_on(tmp_path):
+    """read_brackets skips a malformed record's row (no bracket; float(None) was a traceback) and
+    refuses a foreign table; select_operators names unknown --records (the study exited 1 in
+    silence) and never opens a FIFO as record.json."""
+    import os
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from softrank.fastpath.theorem.kappa_study import read_brackets, select_operators
+    from softrank.fastpath.writer import RecordWriter
+    from softrank.validated.errors import InputError
+
+    rows = [{"record_id": "a", "eps": "0.25", "eps_value": 0.25, "validated_lower": 1, "validated_upper": 2},
+            {"record_id": "b", "eps": None, "eps_value": None, "validated_lower": None, "validated_upper": None}]
+    (tmp_path / "r").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "r" / "replay.parquet")
+    assert read_brackets(tmp_path / "r") == {"a": {0.25: ("0.25", 1, 2)}}
+    (tmp_path / "r" / "replay.parquet").write_bytes(b"PAR1 not a table")
+    with pytest.raises(InputError, match="not a readable parquet table"):
+        read_brackets(tmp_path / "r")
+    with RecordWriter(tmp_path / "store", "a", {"family": "f"}) as w:
+        w.set_logits(np.zeros((2, 2)))
+        w.set_a_hat(np.full((2, 2), 0.5))
+    (tmp_path / "store" / "records" / "b").mkdir()
+    os.mkfifo(tmp_path / "store" / "records" / "b" / "record.json")
+    brackets = {"a": {0.25: ("0.25", 1, 2)}, "b": {0.25: ("0.25", 1, 2)}}
+    assert sorted(it["record_id"] for it in select_operators(tmp_path / "store", brackets)) == ["a", "b"]
+    with pytest.raises(InputError, match="nope"):
+        select_operators(tmp_path / "store", brackets, records="a,nope")

@@ -157,3 +157,50 @@ def test_a_fraction_tolerance_is_stored_as_exact_text_and_read_back_exactly(tmp_
     assert [t["eps"] for t in doc["tolerances"]] == ["0.15", "1/3", 0.25, "1/5"]
     got = [t.eps for t in read_record(tmp_path / "records" / "r").tolerances]
     assert got == [Fraction(3, 20), Fraction(1, 3), Fraction(1, 4), Fraction(1, 5)]
+
+
+def test_write_index_never_opens_a_fifo_and_a_deep_record_is_one_error(tmp_path):
+    """write_index reads each record.json: a FIFO there is listed as unreadable (it waited forever);
+    a record nested too deeply to be written is an InputError for that record (a RecursionError)."""
+    from softrank.validated.errors import InputError
+
+    h = np.zeros((3, 3))
+    with RecordWriter(tmp_path, "good", {}) as w:
+        w.set_logits(h)
+        w.set_a_hat(softmax64(h))
+    (tmp_path / "records" / "pipe").mkdir()
+    os.mkfifo(tmp_path / "records" / "pipe" / "record.json")
+    text = write_index(tmp_path).read_text()
+    assert "pipe" in text and "(unreadable)" in text and "good" in text
+    deep: list = []
+    for _ in range(5000):
+        deep = [deep]
+    with pytest.raises(InputError, match="nested too deeply"):
+        with RecordWriter(tmp_path, "deep", {"x": deep}) as w:
+            w.set_logits(h)
+            w.set_a_hat(softmax64(h))
+    assert not (tmp_path / "records" / "deep").exists()
+
+
+def test_output_files_refuse_special_files_and_inputs_are_read_only_when_regular(tmp_path):
+    """atomic_write never replaces a FIFO, a folder or a link loop (and names the path asked for);
+    read_regular_file never blocks on a FIFO."""
+    from softrank.fastpath.files import read_regular_file, write_json
+
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "folder").mkdir()
+    os.symlink("loop", tmp_path / "loop")
+    for name in ("pipe", "folder", "loop"):
+        with pytest.raises(OSError) as err:
+            write_json(tmp_path / name, {"a": 1})
+        assert err.value.filename == str(tmp_path / name)
+    assert stat.S_ISFIFO((tmp_path / "pipe").lstat().st_mode) and (tmp_path / "loop").is_symlink()
+    with pytest.raises(OSError) as err:
+        write_json(tmp_path / "afile" / "x.json", {})  # a folder that is not there: named as asked
+    assert err.value.filename == str(tmp_path / "afile" / "x.json")
+    with pytest.raises(OSError, match="not a regular file"):
+        read_regular_file(tmp_path / "pipe")
+    write_json(tmp_path / "ok.json", [1])
+    assert read_regular_file(tmp_path / "ok.json") == b"[\n 1\n]"
+    with pytest.raises(OSError, match="larger than"):
+        read_regular_file(tmp_path / "ok.json", max_bytes=2)

@@ -192,6 +192,37 @@ def test_special_files_are_refused_without_blocking(tmp_path):
         read_record(folder)
 
 
+def test_folders_link_loops_and_nul_bytes_are_input_errors(tmp_path):
+    """A folder where record.json or an array should be, an array path that is a symlink loop or
+    holds a NUL byte: each an InputError naming the field (they were an OSError naming a file
+    descriptor, a RuntimeError and a ValueError, and stopped a whole replay)."""
+    import os
+
+    folder, *_ = make(tmp_path)
+    doc = json.loads((folder / "record.json").read_text())
+    target = folder / doc["a_hat"]["path"]
+    target.unlink()
+    target.mkdir()
+    with pytest.raises(InputError) as err:
+        read_record(folder)
+    assert err.value.field == "a_hat.path" and "not a regular file" in err.value.message
+    target.rmdir()
+    os.symlink(target.name, target)  # a link to itself
+    with pytest.raises(InputError) as err:
+        read_record(folder)
+    assert err.value.field == "a_hat.path" and "symbolic links" in err.value.message
+    doc["a_hat"]["path"] = "arrays/a\u0000b.npy"
+    (folder / "record.json").write_text(json.dumps(doc))
+    with pytest.raises(InputError) as err:
+        read_record(folder)
+    assert err.value.field == "a_hat.path" and "inside the record folder" in err.value.message
+    (folder / "record.json").unlink()
+    (folder / "record.json").mkdir()
+    with pytest.raises(InputError) as err:
+        read_record(folder)
+    assert err.value.field == "record.json" and "not a regular file" in err.value.message
+
+
 def test_identity_record_id_must_match_its_folder_and_keys_must_be_unique(tmp_path):
     folder, *_ = make(tmp_path)
     copy = folder.parent / "r1-copy"

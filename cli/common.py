@@ -157,6 +157,7 @@ def output_file(path, field: str = "out", folder_must_exist: bool = True):
     """An output file checked before any work: what is at the path must be a regular file or
     nothing (a folder, FIFO, device or symlink loop there is an ``InputError``), and its folder
     must exist (unless the command creates it)."""
+    import os
     from pathlib import Path
 
     from softrank.fastpath.files import check_output_file
@@ -170,6 +171,8 @@ def output_file(path, field: str = "out", folder_must_exist: bool = True):
         raise InputError(str(path), field, err.strerror or str(err)) from None
     if folder_must_exist and not path.parent.is_dir():
         raise InputError(str(path), field, f"its folder {path.parent} does not exist or is not a folder")
+    if path.parent.is_dir() and not os.access(path.parent, os.W_OK | os.X_OK):
+        raise InputError(str(path), field, f"cannot write in its folder {path.parent} (permission denied)")
     return path
 
 

@@ -87,6 +87,18 @@ def test_counts_have_upper_limits_and_paths_are_checked_before_work(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "pipe"]
 
 
+def test_an_output_file_in_a_read_only_folder_is_refused_first(tmp_path, monkeypatch):
+    """Checked before the work (report drew every figure, then failed naming a temporary file)."""
+    import os
+
+    from softrank.cli.common import output_file
+
+    monkeypatch.setattr(os, "access", lambda path, mode: False)  # as a user without write permission there
+    with pytest.raises(InputError, match="permission denied") as err:
+        output_file(tmp_path / "page.html", folder_must_exist=False)
+    assert err.value.where == str(tmp_path / "page.html") and err.value.field == "out"
+
+
 def test_progress_off_and_on(capsys):
     with progress(False, 5, "x") as update:
         update(3)

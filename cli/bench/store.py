@@ -6,6 +6,9 @@
 - validated: ``softrank.replay.engine.replay_record`` per record, after
   ``softrank.replay.reader.read_record``, exactly as ``softrank replay`` does in one process.
 
+Every record is first read by ``softrank.replay.reader`` (not timed): a malformed one is one
+line on stderr and is left out of both passes, and the exit code is 2.
+
 With ``--json`` one object ``{"records", "float64_seconds", "validated_seconds", "ratio"}``; without,
 also a breakdown by component (read, enclosure, upper, lower).  The validated breakdown comes from
 a further pass that calls the engine's pieces one by one (the enclosure the engine would choose,

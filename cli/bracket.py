@@ -155,15 +155,10 @@ class BracketJob:
 def _special_manifest(folder: str) -> str | None:
     """The reader's one-line error when FOLDER/record.json exists but is not a regular file (a
     FIFO, a device, a folder): hashing it before reading would block or never end."""
-    import os
-    import stat
-
+    from softrank.cli.common import special_manifest
     from softrank.replay.reader import read_record
 
-    try:
-        if stat.S_ISREG(os.stat(Path(folder) / "record.json").st_mode):
-            return None
-    except OSError:  # missing, a link loop, unreadable: the reader reports it in the worker
+    if not special_manifest(folder):  # a regular file, or one the reader reports at once in the worker
         return None
     try:
         read_record(folder)

@@ -187,6 +187,20 @@ def record_failure(record, err: BaseException) -> str:
     return " ".join(f"{record.path} [{record.record_id}]: {text}".split())[:2000]
 
 
+def special_manifest(folder) -> bool:
+    """True when FOLDER/record.json exists but is not a regular file (a FIFO, a device, a folder):
+    code that hashes or parses manifests outside the reader must not open it (it would block or
+    never end); the reader reports it on one line when the record is read."""
+    import os
+    import stat
+    from pathlib import Path
+
+    try:
+        return not stat.S_ISREG(os.stat(Path(folder) / "record.json").st_mode)
+    except OSError:  # missing, a link loop, unreadable: opening it fails at once
+        return False
+
+
 def check_outside(out, folder, field: str = "out", what: str = "the input store") -> None:
     """``out`` must not lie strictly inside ``folder`` (checked before anything is created: an
     output folder inside the input would change it, e.g. become one more record of a store)."""

@@ -81,12 +81,30 @@ def parse_records(text: str | None) -> list[str] | None:
     return list(dict.fromkeys(ids))
 
 
+def readable_records(store, records: list[str] | None) -> list[str] | None:
+    """``records`` (None: every record) less those whose record.json is a FIFO, a device or a
+    folder, or ``records`` itself when there is none.  The stored tolerances are read from the
+    manifests of the records chosen, and such a manifest would block that read forever; those
+    records are then copied, not tightened, and reported on one line each like any unreadable
+    record."""
+    from softrank.cli.common import special_manifest
+    from softrank.replay.reader import list_records
+
+    folders = list_records(store)
+    special = {f.name for f in folders if special_manifest(f)}
+    if not special:
+        return records
+    return [r for r in (records or [f.name for f in folders]) if r not in special]
+
+
 def check_paths(store, out, eps_list, records) -> Path:
     """STORE must be a store holding the chosen records and tolerances; STORE2 must differ from
     it and be new or empty (nothing there is changed otherwise)."""
     from softrank.fastpath.tighten import check_selection
 
-    check_selection(store, eps_list, records)  # InputError when STORE is not a store
+    check_selection(store, None, records)  # InputError when STORE is not a store or an id is unknown
+    if eps_list is not None:  # the stored tolerances are read from the manifests: never from a FIFO
+        check_selection(store, eps_list, readable_records(store, records))
     out_path = Path(out)
     if out_path.exists() and out_path.resolve() == Path(store).resolve():
         raise InputError(str(out), "out", "is the input store (tighten writes a new store; STORE is never changed)")
@@ -113,7 +131,8 @@ def run(args) -> int:
         return parallel_map(func, tasks, jobs=jobs, scheduler=args.scheduler)
 
     with progress_bar(not args.no_progress, total, "tighten") as update:
-        rows = tighten_store(args.store, out, eps_list, budget, args.only_unresolved, records,
+        chosen = records if eps_list is None else readable_records(args.store, records)
+        rows = tighten_store(args.store, out, eps_list, budget, args.only_unresolved, chosen,
                              progress=lambda done, _total: update(done), lower_goal=args.lower_goal,
                              mapper=mapper, errors=errors)
     for line in errors:

@@ -124,3 +124,23 @@ def test_a_fifo_in_a_record_folder_is_reported_not_waited_on(tmp_path, capsys, s
     assert code == 2 and len(err) == 1 and "syn-b" in err[0] and "a_hat" in err[0], err
     assert (tmp_path / "out" / "records" / "syn-a" / "record.json").exists()
     assert not (tmp_path / "out" / "records" / "syn-b").exists()
+
+
+@pytest.mark.parametrize("extra", [[], ["--records", "syn-a,syn-b"]], ids=["all", "records"])
+def test_a_fifo_record_json_with_eps_is_reported_not_waited_on(tmp_path, capsys, extra):
+    """With --eps the stored tolerances are read from every chosen manifest: a FIFO record.json
+    made that read wait forever.  Now it is one line and the other record is tightened."""
+    import os
+
+    store = tmp_path / "store"
+    loose_record(store, "syn-a", 1)
+    loose_record(store, "syn-b", 2)
+    manifest = store / "records" / "syn-b" / "record.json"
+    manifest.unlink()
+    os.mkfifo(manifest)
+    code = main(["tighten", str(store), "--out", str(tmp_path / "out"), "--budget", "1", "--no-progress",
+                 "--eps", "0.25", *extra])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "syn-b" in err[0] and "record.json" in err[0], err
+    assert (tmp_path / "out" / "records" / "syn-a" / "record.json").exists()
+    assert "syn-a" in (tmp_path / "out" / "tighten.csv").read_text()

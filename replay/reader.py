@@ -25,6 +25,7 @@ from softrank.exact.rational import parse_rational
 from softrank.validated.errors import InputError
 
 MAX_INT = 2**63 - 1  # integer fields end up in int64 table columns
+NPY_HEADER_BYTES = 1 << 16  # an array file may exceed its data by at most this (the .npy header)
 
 
 class _Reader:
@@ -95,14 +96,18 @@ class _Reader:
             self.fail(path, f"eps must lie in (0, 1), got {text}")
         return exact, text
 
-    def regular_file_bytes(self, file: Path, field_name: str, shown: str) -> bytes:
-        """The bytes of a regular file (never a pipe, device, socket or folder: those could block forever)."""
+    def regular_file_bytes(self, file: Path, field_name: str, shown: str, max_bytes: int | None = None) -> bytes:
+        """The bytes of a regular file (never a pipe, device, socket or folder: those could block forever)
+        of at most ``max_bytes`` bytes (a larger file is refused before it is read)."""
         try:  # opened without blocking (a FIFO would wait for a writer), then checked on the open file
             fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
         except (OSError, ValueError) as err:  # ValueError: a NUL byte in the name
             self.fail(field_name, f"cannot read {shown}: {getattr(err, 'strerror', None) or err}")
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # checked before fdopen, which refuses a folder
             os.close(fd), self.fail(field_name, f"{shown} is not a regular file")
+        size = os.fstat(fd).st_size
+        if max_bytes is not None and size > max_bytes:  # e.g. a huge file behind a small declared shape
+            os.close(fd), self.fail(field_name, f"{shown} holds {size} bytes, more than the {max_bytes} its shape allows")
         with os.fdopen(fd, "rb") as fh:
             try:
                 return fh.read()
@@ -125,7 +130,8 @@ class _Reader:
         file = Path(os.path.realpath(self.folder / rel)) if "\0" not in rel else None  # a link loop: ELOOP on open
         if file is None or self.resolved not in file.parents:  # a NUL byte, or a path out of the folder
             self.fail(f"{path}.path", f"array path is not a file name inside the record folder: {rel!r}")
-        raw = self.regular_file_bytes(file, f"{path}.path", rel)
+        size = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize + NPY_HEADER_BYTES
+        raw = self.regular_file_bytes(file, f"{path}.path", rel, max_bytes=size)
         if hashlib.sha256(raw).hexdigest() != digest.lower():
             self.fail(f"{path}.sha256", f"hash mismatch for {rel} (file altered or truncated)")
         arr = _plain_npy(raw)

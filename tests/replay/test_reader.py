@@ -223,6 +223,25 @@ def test_folders_link_loops_and_nul_bytes_are_input_errors(tmp_path):
     assert err.value.field == "record.json" and "not a regular file" in err.value.message
 
 
+def test_an_array_file_larger_than_its_shape_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    """A sparse 1 GiB file behind a small declared shape: refused from its size (the old reader
+    read and hashed all of it first); the bytes are never read."""
+    folder, *_ = make(tmp_path)
+    doc = json.loads((folder / "record.json").read_text())
+    target = folder / doc["a_hat"]["path"]
+    with open(target, "r+b") as fh:
+        fh.truncate(1 << 30)  # sparse: no disk used
+    import os
+
+    opened = []  # the size of every file the reader opens for reading
+    real_fdopen = os.fdopen
+    monkeypatch.setattr(os, "fdopen", lambda fd, *a, **k: opened.append(os.fstat(fd).st_size) or real_fdopen(fd, *a, **k))
+    with pytest.raises(InputError) as err:
+        read_record(folder)
+    assert err.value.field == "a_hat.path" and "more than the" in err.value.message
+    assert opened and max(opened) < 1 << 20  # the big file was never read
+
+
 def test_identity_record_id_must_match_its_folder_and_keys_must_be_unique(tmp_path):
     folder, *_ = make(tmp_path)
     copy = folder.parent / "r1-copy"

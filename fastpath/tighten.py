@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 from softrank.fastpath.bracket import BUDGETS, resolved, verdict
-from softrank.fastpath.files import make_temp_dir, write_csv
+from softrank.fastpath.files import make_temp_dir, read_regular_file, write_csv
 from softrank.fastpath.float64 import decoder_value, max_row_l1
 from softrank.fastpath.lower import MARGIN, Certificate
 from softrank.fastpath.operator_cache import OperatorCache
@@ -44,7 +44,7 @@ from softrank.fastpath.rank_search import Witness
 from softrank.fastpath.tighten_lower import grow_decoder
 from softrank.fastpath.tighten_upper import AdamSettings, descend_minimax
 from softrank.fastpath.writer import RecordWriter, write_index
-from softrank.replay.reader import list_records, read_record
+from softrank.replay.reader import MANIFEST_BYTES, list_records, read_record
 from softrank.validated.errors import InputError
 
 PRODUCER = "softrank.fastpath.tighten 0.1"
@@ -183,7 +183,7 @@ def stored_eps(folders) -> set[float]:
     out: set[float] = set()
     for f in folders:
         try:
-            doc = json.loads((Path(f) / "record.json").read_text(encoding="utf-8"))
+            doc = json.loads(read_regular_file(Path(f) / "record.json", MANIFEST_BYTES).decode("utf-8"))
             for t in doc.get("tolerances", []):
                 e = t.get("eps")
                 out.add(float(Fraction(e)) if isinstance(e, str) else float(e))
@@ -203,7 +203,7 @@ def tighten_record(folder, out_store, eps_list=None, budget_seconds: float = 120
     tolerance tried."""
     folder = Path(folder)
     record = read_record(folder)
-    doc = json.loads((folder / "record.json").read_text(encoding="utf-8"))
+    doc = json.loads(read_regular_file(folder / "record.json", MANIFEST_BYTES).decode("utf-8"))
     op = OperatorCache(record.a_hat)
     states = _states(record, doc, op.A)
     before = {s.index: (s.lower, s.upper) for s in states}

@@ -26,6 +26,7 @@ from softrank.validated.errors import InputError
 
 MAX_INT = 2**63 - 1  # integer fields end up in int64 table columns
 NPY_HEADER_BYTES = 1 << 16  # an array file may exceed its data by at most this (the .npy header)
+MANIFEST_BYTES = 1 << 26  # record.json: 64 MiB at most (real ones hold a few kB)
 
 
 class _Reader:
@@ -107,7 +108,7 @@ class _Reader:
             os.close(fd), self.fail(field_name, f"{shown} is not a regular file")
         size = os.fstat(fd).st_size
         if max_bytes is not None and size > max_bytes:  # e.g. a huge file behind a small declared shape
-            os.close(fd), self.fail(field_name, f"{shown} holds {size} bytes, more than the {max_bytes} its shape allows")
+            os.close(fd), self.fail(field_name, f"{shown} holds {size} bytes, more than the {max_bytes} allowed")
         with os.fdopen(fd, "rb") as fh:
             try:
                 return fh.read()
@@ -202,7 +203,7 @@ def read_record(folder: str | os.PathLike) -> Record:
 
 
 def _manifest(r: _Reader) -> dict:
-    raw = r.regular_file_bytes(r.folder / "record.json", "record.json", "record.json")
+    raw = r.regular_file_bytes(r.folder / "record.json", "record.json", "record.json", MANIFEST_BYTES)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -177,6 +177,28 @@ def test_the_pool_search_swaps_a_row_the_scan_cannot_extend():
     assert again[0] is rows2
 
 
+def test_stored_eps_skips_a_record_json_that_is_a_fifo(tmp_path):
+    """Reading the stored tolerances never opens a pipe for reading (it would wait for a writer)."""
+    import os
+    import signal
+
+    from softrank.fastpath.tighten import stored_eps
+
+    store = tmp_path / "store"
+    loose_record(store, "a", seed=0)
+    loose_record(store, "b", seed=1)
+    good, bad = store / "records" / "a", store / "records" / "b"
+    (bad / "record.json").unlink()
+    os.mkfifo(bad / "record.json")
+    old = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("stored_eps blocked on a FIFO"))
+    signal.alarm(10)
+    try:
+        assert stored_eps([good, bad]) == stored_eps([good]) == {0.25, 0.35}
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def test_tighten_never_makes_a_bracket_worse_and_the_replay_confirms(tmp_path):
     A = loose_record(tmp_path / "src")
     rows = tighten_record(tmp_path / "src" / "records" / "syn-loose", tmp_path / "out", None, 6.0)

@@ -242,6 +242,15 @@ def test_an_array_file_larger_than_its_shape_is_refused_before_it_is_read(tmp_pa
     assert opened and max(opened) < 1 << 20  # the big file was never read
 
 
+def test_a_huge_record_json_is_refused_from_its_size(tmp_path):
+    folder, *_ = make(tmp_path)
+    with open(folder / "record.json", "r+b") as fh:
+        fh.truncate(1 << 30)  # sparse
+    with pytest.raises(InputError) as err:
+        read_record(folder)
+    assert err.value.field == "record.json" and "more than the" in err.value.message
+
+
 def test_identity_record_id_must_match_its_folder_and_keys_must_be_unique(tmp_path):
     folder, *_ = make(tmp_path)
     copy = folder.parent / "r1-copy"

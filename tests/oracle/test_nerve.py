@@ -170,3 +170,24 @@ def test_the_checker_refuses_a_sphere_with_an_even_alternating_count():
     c = copy.deepcopy(cert)
     c["simplices"] = [s for s in c["simplices"] if s not in alt]
     assert not check_nerve_cycle(A, eps, c, 2, "unrestricted")
+
+
+def test_a_boundary_is_a_cycle_with_an_even_alternating_count_and_is_refused():
+    """The faces of one signed simplex form a mod-2 cycle whose alternating count is always even
+    (w^d vanishes on boundaries); only the parity condition refuses it."""
+    A, eps = identity_like(4), F(1, 4)
+    y = ["1", "1", "1", "0"]  # in the cones of rows 0, 1, 2 with sign +1
+    faces = [{"rows": [0, 1], "signs": [1, 1], "y": y}, {"rows": [0, 2], "signs": [1, 1], "y": y},
+             {"rows": [1, 2], "signs": [1, 1], "y": y}]
+    cert = {"kind": "nerve-cycle", "simplices": faces}
+    assert not check_nerve_cycle(A, eps, cert, 1, "unrestricted")
+    assert not recheck(A, eps, 1, "unrestricted", "impossible", cert)
+    # one edge with alternating signs instead: still a loop through rows 0, 1, 2 (faces are row
+    # orbits), now with one alternating edge: a valid proof of r >= 2 (true: this A has r = 4)
+    odd = copy.deepcopy(cert)
+    odd["simplices"][0] = {"rows": [0, 1], "signs": [1, -1], "y": ["1", "-1", "0", "0"]}
+    assert check_nerve_cycle(A, eps, odd, 1, "unrestricted")
+    assert not check_nerve_cycle(A, eps, odd, 2, "unrestricted")  # a 1-cycle says nothing at rank 2
+    # an honest 1-cycle on the same rows: both patterns of the pair (0, 1)
+    honest = {"kind": "nerve-cycle", "simplices": [faces[0], odd["simplices"][0]]}
+    assert check_nerve_cycle(A, eps, honest, 1, "unrestricted")

@@ -364,3 +364,10 @@ def list_records(store: str | os.PathLike) -> list[Path]:
     if not root.is_dir():
         raise InputError(str(store), "records", "not a SoftRank store (no records/ folder)")
     return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def stray_entries(store: str | os.PathLike) -> list[Path]:
+    """Entries of ``records/`` that ``list_records`` leaves out although they are not hidden: files,
+    pipes, links to nothing or to themselves (a record folder replaced by one of these)."""
+    root = Path(store) / "records"
+    return sorted(p for p in root.iterdir() if not p.name.startswith(".") and not p.is_dir())

@@ -187,3 +187,22 @@ def test_a_special_record_json_is_reported_and_the_others_are_processed(tmp_path
     assert len(lines) == 1 and "demo-01" in lines[0] and "not a regular file" in lines[0], lines
     text = (tmp_path / "out" / table).read_text()
     assert "demo-00" in text and "demo-02" in text
+
+
+def test_a_record_folder_replaced_by_a_file_a_fifo_or_a_link_loop_is_one_malformed_row(tmp_path):
+    """Entries of records/ that are not folders were left out of the replay without a word (a
+    record replaced by a file vanished from the table): each is now one line and a malformed row."""
+    build_demo_store(tmp_path / "store", operators=3, size=8, seed=0)
+    records = tmp_path / "store" / "records"
+    shutil.rmtree(records / "demo-01")
+    (records / "demo-01").write_text("not a record")
+    os.mkfifo(records / "zz-pipe")
+    os.symlink("loop", records / "loop")
+    proc = _softrank("replay", "store", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert len(lines) == 3 and all("record.json" in line for line in lines), lines
+    assert {name for name in ("demo-01", "zz-pipe", "loop") if any(name in line for line in lines)} == {
+        "demo-01", "zz-pipe", "loop"}
+    text = (tmp_path / "out" / "replay.csv").read_text()
+    assert "demo-00" in text and "demo-02" in text and "malformed" in text

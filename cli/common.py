@@ -187,6 +187,22 @@ def record_failure(record, err: BaseException) -> str:
     return " ".join(f"{record.path} [{record.record_id}]: {text}".split())[:2000]
 
 
+def theorem_records(args, errors: list[str]) -> list:
+    """The records of ``args.stores`` selected by ``--records``, ``--limit`` and ``--max-n`` (for
+    ``softrank kappa`` and ``softrank theorem``), after checking those counts and ``--out``; a record
+    that cannot be read is one line in ``errors``.  An empty selection without errors is refused."""
+    from softrank.fastpath.theorem.records import select_records
+
+    check_count(args.limit, "limit")
+    check_count(args.max_n, "max-n")
+    if args.out:
+        output_file(args.out)
+    recs = select_records(args.stores, args.records, args.limit, args.max_n, errors=errors)
+    if not recs and not errors:
+        raise InputError(",".join(args.stores), "records", "no records selected")
+    return recs
+
+
 def special_manifest(folder) -> bool:
     """True when FOLDER/record.json exists but is not a regular file (a FIFO, a device, a folder):
     code that hashes or parses manifests outside the reader must not open it (it would block or

@@ -26,8 +26,7 @@ import sys
 
 import numpy as np
 
-from softrank.cli.common import RECORD_FAILURES, check_count, output_file, parse_int_list, record_failure
-from softrank.validated.errors import InputError
+from softrank.cli.common import RECORD_FAILURES, parse_int_list, record_failure, theorem_records
 
 
 def configure(parser) -> None:
@@ -43,17 +42,10 @@ def configure(parser) -> None:
 def run(args) -> int:
     from softrank.fastpath.files import write_csv
     from softrank.fastpath.theorem.kappa import kappa_bracket_record
-    from softrank.fastpath.theorem.records import select_records
 
     ranks = parse_int_list(args.rank, "rank", minimum=1)
-    check_count(args.limit, "limit")
-    check_count(args.max_n, "max-n")
-    if args.out:
-        output_file(args.out)
     errors: list[str] = []  # one line per malformed record or failed computation; the others go on
-    recs = select_records(args.stores, args.records, args.limit, args.max_n, errors=errors)
-    if not recs and not errors:
-        raise InputError(",".join(args.stores), "records", "no records selected")
+    recs = theorem_records(args, errors)
     rows = []
     for i, rec in enumerate(recs):
         r = min(ranks[i % len(ranks)], min(rec.shape) - 1)

@@ -19,8 +19,7 @@ import time
 
 import numpy as np
 
-from softrank.cli.common import RECORD_FAILURES, check_count, output_file, parse_int_list, record_failure
-from softrank.validated.errors import InputError
+from softrank.cli.common import RECORD_FAILURES, check_count, parse_int_list, record_failure, theorem_records
 
 MAX_CASES = 10**6  # random or adversarial cases of the perturbation check (the default is 400 and 200)
 
@@ -143,20 +142,12 @@ SUMMARIES = {"tau": _tau_summary, "gauge-audit": _gauge_summary, "kappa-gamma": 
 
 
 def run(args) -> int:
-    from softrank.fastpath.theorem.records import select_records
-
     if args.check == "perturbation":
         return _perturbation(args)
     ranks = parse_int_list(args.rank, "rank", minimum=1)
-    check_count(args.limit, "limit")
-    check_count(args.max_n, "max-n")
     check_count(args.seed, "seed", minimum=0)
-    if args.out:
-        output_file(args.out)
     errors: list[str] = []  # one line per malformed record or failed check; the others go on
-    recs = select_records(args.stores, args.records, args.limit, args.max_n, errors=errors)
-    if not recs and not errors:
-        raise InputError(",".join(args.stores), "records", "no records selected")
+    recs = theorem_records(args, errors)
     t0 = time.perf_counter()
     rows = _record_rows(args, recs, ranks, errors)
     summary: dict = {"check": args.check, "operators": len(recs), "rows": len(rows),

@@ -47,11 +47,11 @@ def _attack_folder(args: tuple[str, int]):
 
 def run(args) -> int:
     from softrank.fastpath.files import write_csv, write_json
-    from softrank.replay.reader import list_records
+    from softrank.replay.reader import record_entries
 
     jobs = check_count(args.jobs, "jobs", maximum=max_jobs())
     restarts = check_count(args.restarts, "restarts", minimum=0, maximum=MAX_RESTARTS)
-    folders = [str(f) for f in list_records(args.store)]
+    folders = [str(f) for f in record_entries(args.store)]  # an entry that is not a folder: one malformed line
     out = output_dir(args.out or Path(args.store) / "attack")
     rows, errors = [], []
     tasks = [(f, restarts) for f in folders]

@@ -74,12 +74,13 @@ class BracketJob:
     def __init__(self, store, out=None, *, eps_list=(Fraction(3, 20), Fraction(1, 4), Fraction(7, 20)),
                  mode: str = "fast", resume: bool = False):
         from softrank.fastpath.bracket_store import eps_text, recover_store, start_run, tolerances
-        from softrank.replay.reader import list_records
+        from softrank.replay.reader import record_entries
 
         self.store, self.mode = Path(store), mode
         self.eps = sorted(tolerances(eps_list).values())
         recover_store(self.store)  # a record a killed writer left in .old-ID-* is put back first
-        self.folders = [str(f) for f in list_records(self.store)]  # InputError if STORE is not a store
+        # InputError if STORE is not a store; an entry that is not a folder is a malformed record (one line)
+        self.folders = [str(f) for f in record_entries(self.store)]
         self.out = output_dir(out) if out else self.store
         self.in_place = self.out.resolve() == self.store.resolve()
         params = {"store": str(self.store.resolve()), "eps": [eps_text(e) for e in self.eps], "mode": mode,

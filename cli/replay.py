@@ -46,7 +46,7 @@ from softrank.cli.replay_tables import DEFAULT_BUDGETS, REPLAY_COLUMNS, VERDICT_
 from softrank.cli.tables import write_table
 from softrank.fastpath.files import write_json
 from softrank.replay.engine import RecordResult, replay_record
-from softrank.replay.reader import list_records, read_record, stray_entries
+from softrank.replay.reader import read_record, record_entries
 from softrank.validated.errors import InputError
 from softrank.validated.outcome import Outcome
 
@@ -226,7 +226,7 @@ class ReplayJob:
                  resume: bool = False):
         self.store, self.strict, self.budgets = store, bool(strict), tuple(budgets)
         # entries that are not folders are replayed too: each is then a malformed record on one line
-        self.folders = sorted([str(f) for f in list_records(store)] + [str(f) for f in stray_entries(store)])
+        self.folders = [str(f) for f in record_entries(store)]
         self.out = output_dir(out)
         for name in OUTPUTS:  # the manifest first: from here on nothing here looks complete
             (self.out / name).unlink(missing_ok=True)

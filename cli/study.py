@@ -106,17 +106,20 @@ def run(args) -> int:
     opts = _arguments(args)
     extract = {k: getattr(args, k) for k in ("sources", "seed", "tokens", "device") if getattr(args, k) is not None}
     bars = _StageBars()
+    errors: list[str] = []  # one line per record that cannot be read; the study goes on without it
     try:
         with one_line_warnings("study"):
             result = run_study(args.model, args.out, operators=args.operators, jobs=args.jobs, reuse=args.reuse,
-                               progress=None if args.no_progress else bars, **opts, **extract)
+                               progress=None if args.no_progress else bars, errors=errors, **opts, **extract)
     finally:
         bars.close()
+    for line in errors:
+        print(f"softrank study widths: error: {line}", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=1))
     else:
         _print(result)
-    return 0
+    return 2 if errors else 0
 
 
 def _print(result: dict) -> None:

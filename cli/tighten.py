@@ -88,9 +88,9 @@ def readable_records(store, records: list[str] | None) -> list[str] | None:
     records are then copied, not tightened, and reported on one line each like any unreadable
     record."""
     from softrank.cli.common import special_manifest
-    from softrank.replay.reader import list_records
+    from softrank.replay.reader import record_entries
 
-    folders = list_records(store)
+    folders = record_entries(store)
     special = {f.name for f in folders if special_manifest(f)}
     if not special:
         return records
@@ -120,10 +120,10 @@ def run(args) -> int:
     out = check_paths(args.store, args.out, eps_list, records)
     from softrank.fastpath.bracket_store import limit_threads
     from softrank.fastpath.tighten import tighten_store
-    from softrank.replay.reader import list_records
+    from softrank.replay.reader import record_entries
 
     limit_threads()
-    total = len(list_records(args.store))
+    total = len(record_entries(args.store))
     t0 = time.perf_counter()
     errors: list[str] = []
 

@@ -26,7 +26,7 @@ from softrank.fastpath.bracket import (ALL_CONSTRUCTIONS, DEFAULT_EPS, EpsBracke
 from softrank.exact.rational import parse_rational
 from softrank.fastpath.files import write_csv
 from softrank.fastpath.writer import RecordWriter, exact_text, recover_store, write_index
-from softrank.replay.reader import list_records, read_record
+from softrank.replay.reader import read_record, record_entries
 from softrank.validated.errors import InputError
 
 PRODUCER = "softrank.fastpath.bracket 0.1"
@@ -210,7 +210,7 @@ def bracket_store(store, out_store=None, eps_list=DEFAULT_EPS, jobs: int = 1, mo
     records.  ``progress(done, total)`` is called after each record."""
     out_store = Path(out_store or store)
     recover_store(store)
-    tasks = [(str(f), str(out_store), tuple(eps_list), mode) for f in list_records(store)]
+    tasks = [(str(f), str(out_store), tuple(eps_list), mode) for f in record_entries(store)]
     tolerances(eps_list)  # two tolerances with one nearest float: an error before any work
     start_run(out_store)
     if jobs > 1 and len(tasks) > 1:

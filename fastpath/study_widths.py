@@ -126,31 +126,50 @@ def replay_one(folder: str) -> list[dict]:
     return rows
 
 
+def replay_entry(folder: str) -> tuple[list[dict], tuple[str, str, str] | None]:
+    """``replay_one``'s rows, or none and the ``InputError``'s (where, field, message) of a record
+    that cannot be read (plain data: it crosses a process pool)."""
+    try:
+        return replay_one(folder), None
+    except InputError as err:
+        return [], (err.where, err.field, err.message)
+
+
 def _tol(record, eps):
     return next(t for t in record.tolerances if t.eps == eps)
 
 
-def replay_store_rows(store, jobs: int = 1, progress=None) -> list[dict]:
-    """``replay_one`` over every record of ``store`` (a process pool of ``jobs`` workers)."""
-    from softrank.replay.reader import list_records
+def replay_store_rows(store, jobs: int = 1, progress=None, errors: list | None = None) -> list[dict]:
+    """``replay_one`` over every entry of ``records/`` (a process pool of ``jobs`` workers).  With
+    an ``errors`` list, a record that cannot be read (an entry that is not a folder among them) adds
+    its one-line error there and the others go on; without one, it raises ``InputError``."""
+    from softrank.replay.reader import record_entries
 
-    folders = [str(f) for f in list_records(store)]
+    folders = [str(f) for f in record_entries(store)]
     rows: list[dict] = []
+    failed: list[InputError] = []
     if jobs > 1 and len(folders) > 1:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            for i, part in enumerate(pool.map(replay_one, folders)):
+            for i, (part, error) in enumerate(pool.map(replay_entry, folders)):
                 rows.extend(part)
+                failed.extend([InputError(*error)] if error else [])
                 if progress:
                     progress(i + 1, len(folders))
     else:
         for i, folder in enumerate(folders):
-            rows.extend(replay_one(folder))
+            part, error = replay_entry(folder)
+            rows.extend(part)
+            failed.extend([InputError(*error)] if error else [])
             if progress:
                 progress(i + 1, len(folders))
+    if failed and errors is None:
+        raise failed[0]
+    if errors is not None:
+        errors.extend(err.one_line() for err in failed)
     return rows
 
 
@@ -172,10 +191,13 @@ def extract_blocks(model, store, widths, operators: int, sources: int | None = N
 
 
 def run_study(model, out, widths=DEFAULT_WIDTHS, budgets=DEFAULT_BUDGETS, operators: int = 16, eps: float = STUDY_EPS,
-              jobs: int = 2, reuse: bool = False, progress=None, **extract_options) -> dict:
+              jobs: int = 2, reuse: bool = False, progress=None, errors: list | None = None,
+              **extract_options) -> dict:
     """Extract, bracket and replay into ``out`` (``out/store``, ``out/study.csv``,
     ``out/cells.csv``, ``out/study.json``); returns ``{"cells", "classes", "seconds", "settings"}``.
-    ``progress(stage, done, total)`` is called as each stage advances."""
+    ``progress(stage, done, total)`` is called as each stage advances.  With an ``errors`` list, a
+    record that cannot be read adds its one-line error there and the study goes on without it
+    (without one, it raises ``InputError``)."""
     import time
 
     from softrank.fastpath.bracket_store import bracket_store, eps_text
@@ -195,7 +217,7 @@ def run_study(model, out, widths=DEFAULT_WIDTHS, budgets=DEFAULT_BUDGETS, operat
         bracket_store(store, eps_list=[eps], jobs=jobs, progress=report("bracket"))
         seconds["bracket"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    rows = replay_store_rows(store, jobs=jobs, progress=report("replay"))
+    rows = replay_store_rows(store, jobs=jobs, progress=report("replay"), errors=errors)
     seconds["replay"] = time.perf_counter() - t0
     rows = [r for r in rows if abs(r["eps"] - float(eps)) < 1e-12]
     result = {"cells": aggregate(rows, budgets), "classes": classify(rows, budgets), "seconds": seconds,

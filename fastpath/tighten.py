@@ -44,7 +44,7 @@ from softrank.fastpath.rank_search import Witness
 from softrank.fastpath.tighten_lower import grow_decoder
 from softrank.fastpath.tighten_upper import AdamSettings, descend_minimax
 from softrank.fastpath.writer import RecordWriter, write_index
-from softrank.replay.reader import MANIFEST_BYTES, list_records, read_record
+from softrank.replay.reader import MANIFEST_BYTES, read_record, record_entries
 from softrank.validated.errors import InputError
 
 PRODUCER = "softrank.fastpath.tighten 0.1"
@@ -239,6 +239,9 @@ def copy_record(folder, out_store) -> Path:
     moved in by one rename (a record already there is replaced by two renames, as
     ``RecordWriter.commit`` does, so ``recover_store`` can undo a kill between them)."""
     folder = Path(folder)
+    if not folder.is_dir():  # a file, a FIFO or a dangling link in place of a record folder: never opened
+        read_record(folder)  # the reader's InputError names the entry and the field
+        raise InputError(str(folder), "record.json", "not a record folder (not copied)")
     _only_regular_files(folder)
     root = Path(out_store) / "records"
     root.mkdir(parents=True, exist_ok=True)
@@ -281,8 +284,9 @@ def _row(record, s: EpsState, before: tuple[int, int | None], p: int) -> dict:
 
 def check_selection(store, eps_list=None, records=None) -> None:
     """``InputError`` unless every id of ``records`` is a record of ``store`` and every tolerance
-    of ``eps_list`` is stored in some record."""
-    folders = list_records(store)
+    of ``eps_list`` is stored in some record (an entry of ``records/`` that is not a folder counts
+    as a record: it is reported as malformed when it is read)."""
+    folders = record_entries(store)
     if records is not None:
         known = {f.name for f in folders}
         missing = [r for r in records if r not in known]
@@ -330,8 +334,8 @@ def tighten_store(store, out_store, eps_list=None, budget_seconds: float = 120.0
     returns the table rows (in store order).  ``mapper(func, tasks)`` yields ``(index, result)``
     in any order (the front end passes a process pool or a Dask cluster); ``progress(done,
     total)`` is called after each record; the one-line error of each record that could not be
-    read is appended to ``errors``."""
-    folders = list_records(store)
+    read (an entry of ``records/`` that is not a folder among them) is appended to ``errors``."""
+    folders = record_entries(store)
     check_selection(store, eps_list, records)
     tasks = [(f, str(out_store), eps_list, budget_seconds, only_unresolved, settings, lower_goal,
               records is None or f.name in records) for f in folders]

@@ -371,3 +371,10 @@ def stray_entries(store: str | os.PathLike) -> list[Path]:
     pipes, links to nothing or to themselves (a record folder replaced by one of these)."""
     root = Path(store) / "records"
     return sorted(p for p in root.iterdir() if not p.name.startswith(".") and not p.is_dir())
+
+
+def record_entries(store: str | os.PathLike) -> list[Path]:
+    """Every non-hidden entry of ``records/``, sorted: the record folders and the stray entries
+    (``read_record`` reports each of those as a malformed record, naming it, without opening a
+    FIFO).  Raises ``InputError`` if STORE is not a store."""
+    return sorted(list_records(store) + stray_entries(store))

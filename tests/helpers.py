@@ -4,6 +4,9 @@
   Householder reflections I - 2 v v^T / v^T v with integer v), so sigma(M) = sorted |d| exactly.
 - ``softmax_enclosure_of``: the validated enclosure of rowsoftmax(H) for float logits.
 - float64 producers of lower certificates (untrusted, like the fast path would be).
+- ``add_stray_entries`` / ``assert_strays_reported``: entries of a store's ``records/`` that are
+  not folders (a file, a FIFO, a dangling link), and the check that a command named each on one
+  line, with exit code 2 and no traceback.
 """
 
 from __future__ import annotations
@@ -146,3 +149,27 @@ def block_rank_is_exact(sizes: list[int], c: float, eps: Fraction) -> bool:
     ec = Fraction(math.exp(c)) * Fraction(1, 2)  # e^c > exp(c)_float / 2 certainly
     worst = max(Fraction(2 * (n - b)) / (b * ec + n - b) for b in sizes)
     return worst + eps < 1
+
+
+STRAY_ENTRIES = ("zz-dangling", "zz-fifo", "zz-file")
+
+
+def add_stray_entries(store) -> tuple[str, ...]:
+    """In ``store/records``, in place of record folders: a plain file, a FIFO (a command that
+    opened it would block) and a link to nothing; returns their names."""
+    import os
+    from pathlib import Path
+
+    records = Path(store) / "records"
+    (records / "zz-file").write_text("not a record")
+    os.mkfifo(records / "zz-fifo")
+    os.symlink(records / "missing", records / "zz-dangling")
+    return STRAY_ENTRIES
+
+
+def assert_strays_reported(returncode: int, stderr: str, names=STRAY_ENTRIES) -> None:
+    """Exit code 2, no traceback, and each stray entry named on exactly one stderr line."""
+    lines = stderr.strip().splitlines()
+    assert returncode == 2 and "Traceback" not in stderr, (returncode, stderr[-2000:])
+    for name in names:
+        assert sum(name in line for line in lines) == 1, (name, lines)

@@ -282,8 +282,10 @@ def _run_tasks(tasks: list, jobs: int, deadline: float, progress=None) -> list[d
 
 
 def select_operators(store, brackets: dict, records: str | None = None, limit: int | None = None) -> list[dict]:
-    """The store's records that the replay table covers, interleaved; optional ids and a limit."""
-    from softrank.replay.reader import list_records
+    """The store's records that the replay table covers, interleaved; optional ids and a limit.  Before
+    them, every (chosen) entry of ``records/`` that is not a folder (a file, a FIFO, a dangling link):
+    it has no bracket, and its worker reports it as a malformed record on one line."""
+    from softrank.replay.reader import record_entries
 
     from softrank.fastpath.files import read_regular_file
     from softrank.validated.errors import InputError
@@ -291,10 +293,15 @@ def select_operators(store, brackets: dict, records: str | None = None, limit: i
     wanted = None if records is None else {s.strip() for s in records.split(",") if s.strip()}
     if wanted is not None and not wanted:
         raise InputError("arguments", "records", f"no record id given: {records!r}")
-    items, names = [], set()
-    for folder in list_records(store):
+    items, strays, names = [], [], set()
+    for folder in record_entries(store):
         names.add(folder.name)
-        if folder.name not in brackets or (wanted is not None and folder.name not in wanted):
+        if wanted is not None and folder.name not in wanted:
+            continue
+        if not folder.is_dir():  # never opened here (a FIFO would block)
+            strays.append({"folder": str(folder), "record_id": folder.name, "family": None, "source_id": None})
+            continue
+        if folder.name not in brackets:
             continue
         try:  # only the provenance, for the interleaving; the worker reads and checks the whole record
             prov = json.loads(read_regular_file(folder / "record.json").decode("utf-8")).get("provenance", {})
@@ -305,7 +312,7 @@ def select_operators(store, brackets: dict, records: str | None = None, limit: i
                       "source_id": prov.get("source_id")})
     if wanted is not None and wanted - names:
         raise InputError(str(store), "records", f"not found: {sorted(wanted - names)[:5]}")
-    return interleave(items)[:limit]
+    return strays + interleave(items)[:limit]
 
 
 def run_kappa_study(store, replay_dir, out, ranks=DEFAULT_RANKS, jobs: int = 1, resume: bool = False,
@@ -324,7 +331,7 @@ def run_kappa_study(store, replay_dir, out, ranks=DEFAULT_RANKS, jobs: int = 1, 
     ops, tasks = [], []
     for it in chosen:
         cache = opdir / f"{it['record_id']}.json"
-        eps_list = sorted(brackets[it["record_id"]])
+        eps_list = sorted(brackets.get(it["record_id"], {}))  # none for a stray entry (it fails when read)
         old = json.loads(cache.read_text()) if resume and cache.is_file() else {}
         if old.get("ranks_requested") == list(ranks) and set(old["r_star"]) == {repr(e) for e in eps_list}:
             ops.append(old)  # the same ranks and tolerances: reused

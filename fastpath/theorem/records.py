@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from softrank.replay.reader import list_records, read_record
+from softrank.replay.reader import read_record, record_entries
 from softrank.validated.errors import InputError
 from softrank.validated.softmax_enclosure import logits_balls
 
@@ -41,7 +41,7 @@ def select_records(stores: list[str], ids: str | None = None, limit: int | None 
     seen = set()
     for store in stores:
         taken = 0
-        for folder in list_records(store):
+        for folder in record_entries(store):  # an entry that is not a folder is a malformed record
             if wanted is not None and folder.name not in wanted:
                 continue
             if limit is not None and taken >= limit:

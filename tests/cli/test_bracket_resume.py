@@ -188,3 +188,18 @@ def test_a_malformed_record_is_reported_and_the_others_are_bracketed(pristine_an
     assert _table(tmp_path / "out") == expected and len(expected) == RECORDS - 1
     manifest = json.loads((tmp_path / "out" / "bracket-manifest.json").read_text())
     assert len(manifest["malformed"]) == 1
+
+
+def test_entries_of_records_that_are_not_folders_are_malformed_records(tmp_path):
+    """A file, a FIFO and a dangling link in records/ were skipped without a word: each is now one
+    stderr line (a malformed record, never opened) and the good records are still bracketed."""
+    from helpers import add_stray_entries, assert_strays_reported
+
+    build_demo_store(tmp_path / "store", 2, 8, seed=0)
+    strays = add_stray_entries(tmp_path / "store")
+    proc = subprocess.run([*BRACKET, "--jobs", "1", str(tmp_path / "store"), "--out", str(tmp_path / "out")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert_strays_reported(proc.returncode, proc.stderr, strays)
+    assert {row["record_id"] for row in _table(tmp_path / "out")} == {"demo-00", "demo-01"}
+    manifest = json.loads((tmp_path / "out" / "bracket-manifest.json").read_text())
+    assert manifest["records"] == 5 and len(manifest["malformed"]) == 3

@@ -56,6 +56,23 @@ def test_table_output(study_dir, capsys):
     assert "k = 8" in out and "N = 8 to N = 16" in out and "time:" in out
 
 
+def test_entries_of_records_that_are_not_folders_are_malformed_records(study_dir, tmp_path):
+    """A file, a FIFO and a dangling link in the reused store's records/ were skipped without a
+    word: each is now one stderr line (never opened), the cells hold every record, exit code 2."""
+    import shutil
+
+    from helpers import add_stray_entries, assert_strays_reported
+
+    shutil.copytree(study_dir / "store", tmp_path / "out" / "store")
+    strays = add_stray_entries(tmp_path / "out" / "store")
+    proc = subprocess.run([sys.executable, "-m", "softrank", "study", "widths", "--out", str(tmp_path / "out"),
+                           "--reuse", "--json", "--widths", "8,16", "--budgets", "8", "--no-progress"],
+                          capture_output=True, text=True, timeout=120)
+    assert_strays_reported(proc.returncode, proc.stderr, strays)
+    assert [c["operators"] for c in json.loads(proc.stdout)["cells"]] == [3, 3]
+    assert (tmp_path / "out" / "study.csv").read_text().count("blk") == 6
+
+
 @pytest.mark.parametrize("args, field", [
     (["--widths", "64"], "widths"),
     (["--eps", "0.1,0.2"], "eps"),

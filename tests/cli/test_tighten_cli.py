@@ -144,3 +144,21 @@ def test_a_fifo_record_json_with_eps_is_reported_not_waited_on(tmp_path, capsys,
     assert code == 2 and len(err) == 1 and "syn-b" in err[0] and "record.json" in err[0], err
     assert (tmp_path / "out" / "records" / "syn-a" / "record.json").exists()
     assert "syn-a" in (tmp_path / "out" / "tighten.csv").read_text()
+
+
+@pytest.mark.parametrize("extra", [[], ["--eps", "0.25", "--records", "syn-a"]], ids=["all", "eps-records"])
+def test_entries_of_records_that_are_not_folders_are_malformed_records(tmp_path, extra):
+    """A file, a FIFO and a dangling link in records/ (tightened, or only copied when --records
+    leaves them out) were skipped without a word: each is now one stderr line, never opened; the
+    records are written."""
+    from helpers import add_stray_entries, assert_strays_reported
+
+    store = tmp_path / "store"
+    loose_record(store, "syn-a", 1)
+    loose_record(store, "syn-b", 2)
+    strays = add_stray_entries(store)
+    proc = subprocess.run([sys.executable, "-m", "softrank", "tighten", str(store), "--out", str(tmp_path / "out"),
+                           "--budget", "1", "--no-progress", *extra], capture_output=True, text=True, timeout=120)
+    assert_strays_reported(proc.returncode, proc.stderr, strays)
+    assert "3 malformed" in proc.stdout and "syn-a" in (tmp_path / "out" / "tighten.csv").read_text()
+    assert sorted(p.name for p in (tmp_path / "out" / "records").iterdir()) == ["syn-a", "syn-b"]

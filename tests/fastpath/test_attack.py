@@ -40,3 +40,18 @@ def test_the_attack_command(tmp_path):
     rows = json.loads((tmp_path / "a" / "attack.json").read_text())
     assert len(rows) == summary["lower_ends"] and all(Fraction(r["eps"]) > 0 for r in rows)
     assert np.all([r["best_error"] > 0 for r in rows])
+
+
+def test_the_attack_command_names_entries_of_records_that_are_not_folders(tmp_path):
+    """A file, a FIFO and a dangling link in records/ were skipped without a word: each is now one
+    stderr line (a malformed record, never opened), the record is attacked, exit code 2."""
+    from helpers import add_stray_entries, assert_strays_reported
+
+    build_demo_store(tmp_path / "s", operators=1, size=8, seed=1)
+    strays = add_stray_entries(tmp_path / "s")
+    proc = subprocess.run([sys.executable, "-m", "softrank", "attack", str(tmp_path / "s"), "--restarts", "1",
+                           "--json", "--out", str(tmp_path / "a")], capture_output=True, text=True, timeout=120)
+    assert_strays_reported(proc.returncode, proc.stderr, strays)
+    summary = json.loads(proc.stdout)
+    assert summary["records"] == 4 and summary["malformed"] == 3 and summary["lower_ends"] >= 1
+    assert "demo-00" in (tmp_path / "a" / "attack.csv").read_text()

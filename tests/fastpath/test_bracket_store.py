@@ -94,6 +94,36 @@ def test_cli_run_on_a_reused_store(tmp_path, capsys):
     assert "already holds records" in capsys.readouterr().err
 
 
+def test_bracket_store_brackets_the_records_beside_entries_that_are_not_folders(tmp_path):
+    """A file, a FIFO and a dangling link in records/ are tasks that fail at once (the FIFO is
+    never opened); the records are bracketed as without them."""
+    from helpers import add_stray_entries
+
+    store = make_store(tmp_path / "store", count=2, n=12)
+    add_stray_entries(store)
+    rows = bracket_store(store, jobs=1, eps_list=(0.25,))
+    assert sorted(r["record_id"] for r in rows) == ["syn-synthetic-0", "syn-synthetic-1"]
+    assert all(read_record(f).tolerances for f in list_records(store))
+
+
+def test_cli_run_names_each_entry_of_records_that_is_not_a_folder_once(tmp_path):
+    """``softrank run --reuse`` (bracket, then replay): each stray entry is one stderr line, not one
+    per stage; the records are bracketed, replayed and summarised; exit code 2."""
+    import subprocess
+    import sys
+
+    from helpers import add_stray_entries, assert_strays_reported
+
+    out = tmp_path / "out"
+    make_store(out / "store", count=2, n=12, family="bert")
+    strays = add_stray_entries(out / "store")
+    proc = subprocess.run([sys.executable, "-m", "softrank", "run", "--out", str(out), "--reuse", "--jobs", "1",
+                           "--no-progress", "--eps", "0.25"], capture_output=True, text=True, timeout=120)
+    assert_strays_reported(proc.returncode, proc.stderr, strays)
+    assert json.loads((out / "summary.json").read_text())["table"][0]["operators"] == 2
+    assert "syn-bert-1" in (out / "replay" / "replay.csv").read_text()
+
+
 @pytest.mark.parametrize("argv", [["run", "--jobs", "0"], ["run", "--minilm", "-1"], ["run", "--eps", "x"]])
 def test_cli_run_bad_arguments(tmp_path, capsys, argv):
     assert main(argv + ["--out", str(tmp_path / "o"), "--no-progress"]) == 2

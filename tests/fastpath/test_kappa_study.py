@@ -63,6 +63,25 @@ def test_tiny_store_end_to_end(tmp_path, capsys):
     assert "operators_done: 4" in capsys.readouterr().out
 
 
+def test_entries_of_records_that_are_not_folders_are_malformed_records(tmp_path):
+    """A file, a FIFO and a dangling link in records/ have no bracket and were skipped without a
+    word: each is now one stderr line (never opened), the operators are studied, exit code 2."""
+    import subprocess
+    import sys
+
+    from helpers import add_stray_entries, assert_strays_reported
+
+    store, replay = make_replayed_store(tmp_path, count=2, eps=(0.25,))
+    strays = add_stray_entries(store)
+    proc = subprocess.run([sys.executable, "-m", "softrank", "study", "kappa", str(store), "--replay", str(replay),
+                           "--ranks", "2", "--out", str(tmp_path / "out"), "--bootstrap", "10", "--json",
+                           "--no-progress"], capture_output=True, text=True, timeout=120)
+    assert_strays_reported(proc.returncode, proc.stderr, strays)
+    s = json.loads(proc.stdout)["summary"]
+    assert s["operators_done"] == 2 and len(s["operators_failed"]) == 3
+    assert sorted(p.name for p in (tmp_path / "out" / "operators").iterdir()) == ["syn-fam-0.json", "syn-fam-1.json"]
+
+
 def test_bad_input_is_one_line(tmp_path, capsys):
     from softrank.cli import main
 

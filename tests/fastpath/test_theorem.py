@@ -119,6 +119,26 @@ def test_cli_tau_and_gauge_audit_and_kappa_gamma(store, capsys):
     assert all(r["kappa_C_lower_le_gamma"] and r["kappa_T_lower_le_bal"] for r in out["rows"])
 
 
+@pytest.mark.parametrize("command", [["theorem", "tau"], ["kappa"]], ids=["theorem", "kappa"])
+def test_cli_names_entries_of_records_that_are_not_folders(store, tmp_path, command):
+    """``softrank theorem`` and ``softrank kappa`` select records through ``select_records``: a
+    file, a FIFO and a dangling link in records/ were skipped without a word; each is now one
+    stderr line (never opened), the records are computed, exit code 2."""
+    import shutil
+    import subprocess
+    import sys
+
+    from helpers import add_stray_entries, assert_strays_reported
+
+    shutil.copytree(store, tmp_path / "store")
+    strays = add_stray_entries(tmp_path / "store")
+    proc = subprocess.run([sys.executable, "-m", "softrank", *command, str(tmp_path / "store"), "--rank", "2",
+                           "--json"], capture_output=True, text=True, timeout=120)
+    assert_strays_reported(proc.returncode, proc.stderr, strays)
+    rows = json.loads(proc.stdout)["rows"]
+    assert {r.get("record", r.get("record_id")) for r in rows} == {"syn-0", "syn-1"}
+
+
 def test_cli_theorem_bad_arguments(store):
     from softrank.cli import main
 

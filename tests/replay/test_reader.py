@@ -10,7 +10,7 @@ import pytest
 
 from softrank.validated.errors import InputError
 from softrank.fastpath.writer import RecordWriter, write_index
-from softrank.replay.reader import list_records, read_record
+from softrank.replay.reader import list_records, read_record, record_entries
 
 
 def softmax64(h):
@@ -111,6 +111,31 @@ def test_not_a_store(tmp_path):
     with pytest.raises(InputError) as err:
         list_records(tmp_path / "nope")
     assert err.value.field == "records"
+    with pytest.raises(InputError) as err:
+        record_entries(tmp_path / "nope")
+    assert err.value.field == "records"
+
+
+def test_record_entries_are_the_folders_and_the_stray_entries_sorted(tmp_path):
+    """``record_entries``: record folders and non-hidden entries that are not folders (a file, a
+    FIFO, a dangling link, a link loop), sorted by name; a hidden entry is left out; reading a
+    stray entry is an InputError naming it and record.json (a FIFO is never opened)."""
+    import os
+
+    make(tmp_path, "b")
+    records = tmp_path / "records"
+    (records / "a-file").write_text("x")
+    os.mkfifo(records / "c-fifo")
+    os.symlink(records / "missing", records / "d-dangling")
+    os.symlink("e-loop", records / "e-loop")
+    (records / ".hidden").write_text("x")
+    assert [p.name for p in record_entries(tmp_path)] == ["a-file", "b", "c-fifo", "d-dangling", "e-loop"]
+    assert [p.name for p in list_records(tmp_path)] == ["b"]
+    for entry in record_entries(tmp_path):
+        if entry.name != "b":
+            with pytest.raises(InputError) as err:
+                read_record(entry)
+            assert entry.name in err.value.where and err.value.field == "record.json"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -33,7 +33,6 @@ competitors), and an impossibility at rank K is one at every rank k <= K.
 
 from __future__ import annotations
 
-import itertools
 from fractions import Fraction
 
 from softrank.oracle.branch_checks import check_branch
@@ -122,13 +121,33 @@ def check_rank1_signed(A, eps, cert) -> bool:
         if any(d < 0 for d in gaps) or sum(gaps, ZERO) <= 0:
             return False
         refuted.append(pmap)
-    # coverage: every sigma in {+1,-1}^rows with sigma_{i0} = +1 extends some refuted pattern
-    others = rows[1:]
-    for tail in itertools.product((1, -1), repeat=len(others)):
-        sigma = dict(zip(others, tail))
-        sigma[i0] = 1
-        if not any(all(sigma[i] == s for i, s in p.items()) for p in refuted):
+    return patterns_cover(rows, refuted)
+
+
+def patterns_cover(rows, patterns) -> bool:
+    """Coverage for ``rank1-signed``: every sign vector sigma on ``rows`` with sigma = +1 at
+    ``rows[0]`` agrees with some pattern (a dict row -> sign on rows).  A case split on one row
+    at a time: a branch is closed when a pattern agreeing with it has all its rows assigned,
+    fails when no pattern agrees with it, and otherwise splits on the first row (in ``rows``
+    order) that an agreeing pattern names and the branch has not assigned.  At most
+    ``2 * (number of patterns) + 1`` branches are examined (a tree of refuted prefixes needs
+    fewer); beyond that the certificate is refused, which is always sound.
+    proofs/oracle_k1_unrestricted.md (coverage)."""
+    order = {i: t for t, i in enumerate(rows)}
+    budget = 2 * len(patterns) + 1
+    stack = [({rows[0]: 1}, [p for p in patterns if p.get(rows[0]) == 1])]
+    while stack:
+        budget -= 1
+        if budget < 0:
             return False
+        sigma, live = stack.pop()
+        if any(all(i in sigma for i in p) for p in live):
+            continue  # every extension of sigma agrees with that pattern
+        if not live:
+            return False  # an extension of sigma agrees with no pattern
+        i = min((i for p in live for i in p if i not in sigma), key=order.__getitem__)
+        for s in (1, -1):
+            stack.append(({**sigma, i: s}, [p for p in live if p.get(i, s) == s]))
     return True
 
 
@@ -163,8 +182,9 @@ def cokernel_bound(A, signs, w) -> Fraction | None:
 
 
 def _orthants_covered(m, entries) -> bool:
-    want = {(1,) + t for t in itertools.product((1, -1), repeat=m - 1)}
-    return want <= {tuple(e) for e in entries}
+    """Every s in {+1,-1}^m with s_0 = +1 is among ``entries`` (each of length m with entries
+    +1/-1): counted, without listing the 2^(m-1) orthants."""
+    return len({tuple(e) for e in entries if e[0] == 1}) == 2 ** (m - 1)
 
 
 def covered_orthant_bounds(A, orthants) -> list[Fraction] | None:

@@ -194,3 +194,98 @@ def _set(obj, path, value):
     for p in path[:-1]:
         obj = obj[p]
     obj[path[-1]] = value
+
+
+def _covers_by_enumeration(rows, patterns) -> bool:
+    """The definition of coverage, over all 2^(len(rows) - 1) sign vectors (small cases only)."""
+    import itertools
+
+    for tail in itertools.product((1, -1), repeat=len(rows) - 1):
+        sigma = dict(zip(rows, (1,) + tail))
+        if not any(all(sigma[i] == s for i, s in p.items()) for p in patterns):
+            return False
+    return True
+
+
+def test_pattern_coverage_agrees_with_enumeration():
+    """The case split accepts exactly the pattern sets that cover every sign vector (random
+    pattern sets on up to 7 rows, pivot row +1; prefix trees, their subsets and random subsets
+    of rows), or refuses within its branch budget; it never accepts a set that misses one."""
+    from softrank.oracle.checks import patterns_cover
+
+    rng = random.Random(7)
+    accepted = 0
+    for _ in range(1500):
+        n = rng.randint(1, 7)
+        rows = rng.sample(range(10), n)
+        pats = []
+        for _ in range(rng.randint(0, 12)):
+            chosen = [rows[0]] + [i for i in rows[1:] if rng.random() < 0.5]
+            pats.append({i: (1 if i == rows[0] else rng.choice((1, -1))) for i in chosen})
+        if rng.random() < 0.5:  # a complete tree of prefixes, then perhaps one leaf dropped
+            pats, stack = [], [{rows[0]: 1}]
+            while stack:
+                p = stack.pop()
+                if len(p) == n or rng.random() < 0.3:
+                    pats.append(p)
+                else:
+                    nxt = rows[len(p)]
+                    stack += [{**p, nxt: 1}, {**p, nxt: -1}]
+            if rng.random() < 0.3:
+                pats.pop(rng.randrange(len(pats)))
+        truth = _covers_by_enumeration(rows, pats)
+        got = patterns_cover(rows, pats)
+        assert not got or truth  # never accepts a set that misses a sign vector
+        if truth and all(len(p) <= n for p in pats) and _is_prefix_tree(rows, pats):
+            assert got  # the producer's form is always accepted
+        accepted += got
+    assert accepted > 300
+
+
+def _is_prefix_tree(rows, pats) -> bool:
+    return all(set(p) == set(rows[:len(p)]) for p in pats)
+
+
+def test_pattern_coverage_on_deep_trees_is_fast():
+    """40 rows: a comb of refuted prefixes (one leaf per depth plus the last pair) is checked in
+    about 80 branches, where listing the sign vectors would take 2^39; dropping any leaf or
+    flipping one sign is refused.  A pair of patterns on the pivot and one far row covers
+    everything and is accepted without splitting on the rows between."""
+    import time
+
+    from softrank.oracle.checks import patterns_cover
+
+    rows = list(range(40))
+    pats = []
+    for d in range(1, 40):  # prefix (+1, ..., +1, -1) of length d + 1
+        pats.append({**{i: 1 for i in range(d)}, d: -1})
+    pats.append({i: 1 for i in range(40)})
+    t0 = time.perf_counter()
+    assert patterns_cover(rows, pats)
+    assert time.perf_counter() - t0 < 1.0
+    for j in range(len(pats)):
+        assert not patterns_cover(rows, pats[:j] + pats[j + 1:])
+    flipped = [dict(p) for p in pats]
+    flipped[10][11] = 1  # (+^11, -) becomes +^12, a prefix of the all-plus leaf: (+^11, -) is open
+    assert not patterns_cover(rows, flipped)
+    assert patterns_cover(rows, [{0: 1, 39: 1}, {0: 1, 39: -1}])
+    assert not patterns_cover(rows, [{0: 1, 39: 1}, {0: 1, 38: -1}])
+    assert not patterns_cover(rows, [])
+
+
+def test_orthant_lists_are_counted_not_enumerated():
+    """cokernel-dual and radon-separation with a 60-row cell and a handful of entries: refused at
+    once (the 2^59 orthants are never listed)."""
+    import time
+
+    from softrank.oracle.checks import _orthants_covered
+    from softrank.oracle.radon_checks import check_radon
+
+    t0 = time.perf_counter()
+    assert not _orthants_covered(60, [[1] * 60, [1] * 59 + [-1]])
+    A = [[F(1)] + [F(0)] * 2 for _ in range(60)]
+    assert not check_radon(A, F(1, 2), {"splits": []})
+    assert time.perf_counter() - t0 < 1.0
+    assert _orthants_covered(2, [[1, 1], [1, -1], [-1, 1]])
+    assert not _orthants_covered(2, [[1, 1], [-1, 1], [-1, -1]])
+    assert not _orthants_covered(3, [[1, 1, 1], [1, 1, -1], [1, -1, 1], [1, 1, 1]])

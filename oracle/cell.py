@@ -12,6 +12,9 @@ class CertificateRejected(AssertionError):
     """A reduction produced a certificate that the independent re-check rejects (a bug)."""
 
 
+ORTHANT_ROWS = 12  # one LP per orthant or split of the rows (2^(m-1) of them): only while m - 1 <= 12
+
+
 def _own_k(name, m, N):
     return {"kernel": N - 1, "cokernel": m - 1, "rank1-stochastic": 1, "norm": 0,
             "simplex-rows": min(m, N)}[name]
@@ -50,13 +53,18 @@ class CellCache:
         return self.thresholds[name]
 
     def corank_route(self, k):
-        """'kernel' (N LPs) or 'cokernel' (2^(m-1) LPs) for k = N-1 / m-1, the cheaper one."""
+        """'kernel' (N LPs) or 'cokernel' (2^(m-1) LPs) for k = N-1 / m-1, the cheaper one; the
+        cokernel route only while m - 1 <= ``ORTHANT_ROWS`` (2^(m-1) <= 4,096 LPs; beyond, not tried)."""
         routes = []
         if k == self.N - 1:
             routes.append((self.N, "kernel"))
-        if k == self.m - 1:
+        if k == self.m - 1 and self.m - 1 <= ORTHANT_ROWS:
             routes.append((2 ** (self.m - 1), "cokernel"))
         return min(routes)[1] if routes else None
+
+    def splits_route(self, k) -> bool:
+        """Stochastic k = m - 1 by its 2^(m-1) - 1 split LPs, only while m - 1 <= ``ORTHANT_ROWS``."""
+        return k == self.m - 1 and self.m - 1 <= ORTHANT_ROWS
 
     def sub(self, A):
         """A cache for a sub-cell, counting its LPs with this cell's."""

@@ -40,7 +40,7 @@ def stochastic(A, eps, k, cell):
         return "impossible", {"kind": "zero-not-stochastic"}, "k=0"
     if k == 1:
         return (*red.rank1_stochastic_decide(A, eps, cell.threshold("rank1-stochastic")), "k=1 stochastic")
-    if k == cell.m - 1:
+    if cell.splits_route(k):
         return (*radon.radon_decide(A, eps, cell.method, cell.stats), "k=m-1 stochastic")
     unres = unrestricted(A, eps, k, cell)
     if unres is not None and unres[0] == "impossible":

@@ -211,3 +211,26 @@ def test_profile_unpacks_and_accepts_strings_and_fmpq():
     assert (lower, upper, r) == (1, 1, 1) and th[1] == F(1, 3)
     M = fmpq_mat(2, 2, [1, 0, 1, 2])
     assert profile(M, F(1, 2)).rank is not None
+
+
+def test_orthant_routes_stop_at_thirteen_rows():
+    """k = m - 1 by one LP per orthant (unrestricted) or per split (stochastic) only while
+    2^(m-1) <= 4,096; a wider cell with more rows is left to the other routes and answers at once
+    (it used to list 2^(m-1) sign vectors: 2^29 exhausted memory on a 30 x 60 cell)."""
+    import time
+
+    from softrank.oracle.cell import ORTHANT_ROWS, CellCache
+
+    rng = random.Random(3)
+    for m, expect in ((ORTHANT_ROWS + 1, "cokernel"), (ORTHANT_ROWS + 2, None), (30, None)):
+        A = [[F(rng.randint(1, 9), 10) for _ in range(m + 5)] for _ in range(m)]
+        cell = CellCache(A)
+        assert cell.corank_route(m - 1) == expect
+        assert cell.splits_route(m - 1) == (expect is not None)
+    A = [[F(rng.randint(1, 9), 10) for _ in range(40)] for _ in range(20)]
+    t0 = time.perf_counter()
+    v = decide(A, F(1, 4), 19, search=False, subcells=False, nerves=False)
+    assert v.verdict == "outside-scope"
+    vals, _ = thresholds(A)
+    assert 19 not in vals and 0 in vals
+    assert time.perf_counter() - t0 < 60

@@ -117,14 +117,21 @@ def decide(A, eps, k, klass, cell, budget):
         return None
     deadline = time.monotonic() + float(budget)
     trees, queue = [], deque()
-    for J in itertools.combinations(range(N), k):
-        root = {}
-        trees.append({"columns": list(J), "tree": root})
-        queue.append((list(J), root, root_box(A, eps, klass, list(J))))
-    while queue:
+    # the C(N, k) roots are taken one at a time, ahead of the queue (the same breadth-first order
+    # as listing them all first): a huge C(N, k) costs only the budget, never memory
+    roots = itertools.combinations(range(N), k)
+    while True:
         if time.monotonic() > deadline:
             return None
-        J, node, box = queue.popleft()
+        J = next(roots, None)
+        if J is not None:
+            node = {}
+            trees.append({"columns": list(J), "tree": node})
+            J, box = list(J), root_box(A, eps, klass, list(J))
+        elif queue:
+            J, node, box = queue.popleft()
+        else:
+            break
         x, farkas = _solve(relaxation_rows(A, eps, klass, J, box), cell.method)
         cell.stats["lps"] = cell.stats.get("lps", 0) + 1
         if farkas is not None:

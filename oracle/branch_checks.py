@@ -11,6 +11,7 @@ The producer (``softrank.oracle.branch``) solves the same rows; the check rebuil
 from __future__ import annotations
 
 import itertools
+import math
 
 from softrank.oracle.check_basics import ONE, ZERO, as_rational
 
@@ -121,7 +122,9 @@ def check_branch(A, eps, cert, k, klass) -> bool:
     size = sizes.pop()
     if not k <= size < N or any(len(set(J)) != size for J in trees):
         return False
-    want = set(itertools.combinations(range(N), size))
-    if not want <= set(trees):
+    # every size-subset of the columns has a tree: the distinct increasing keys inside range(N)
+    # are counted against C(N, size), never listed (a small certificate could name a huge count)
+    want = sorted(J for J in trees if all(a < b for a, b in zip((-1, *J), (*J, N))))  # 0 <= J_1 < ... < N
+    if len(want) != math.comb(N, size):
         return False
-    return all(_tree_ok(A, eps, inner, list(J), trees[J]) for J in sorted(want))
+    return all(_tree_ok(A, eps, inner, list(J), trees[J]) for J in want)

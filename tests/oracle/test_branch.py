@@ -136,3 +136,37 @@ def test_cli_search_budget(tmp_path, capsys):
     for bad in ("-1", "soon", "inf"):
         assert main(["oracle", str(path), "--eps", "1/2", "--rank", "2", "--search-budget", bad]) == 2
         assert "search-budget" in capsys.readouterr().err
+
+
+def test_checker_counts_pivot_sets_without_listing_them():
+    """A tiny certificate naming one 20-column set of a 40-column cell: C(40, 20) ~ 1.4e11 sets are
+    counted, not listed (listing them exhausted memory), and the certificate is refused at once."""
+    import time
+
+    A = [[F(int(i == j)) for j in range(40)] for i in range(2)]
+    cert = {"kind": "branch-and-bound", "class": "unrestricted",
+            "trees": [{"columns": list(range(20)), "tree": {"y": []}}]}
+    t = time.perf_counter()
+    assert not recheck(A, F(1, 4), 20, "unrestricted", "impossible", cert)
+    assert time.perf_counter() - t < 5
+
+
+def test_checker_counts_only_increasing_pivot_sets():
+    """As many trees as pivot sets, but one keyed by an unsorted (or out-of-range) set: refused."""
+    eps, cert = F(1, 2), _cert(k=2)
+    assert recheck(I3, eps, 2, "unrestricted", "impossible", cert)
+    for key in ([1, 0], [0, 3], [-1, 0]):
+        bad = copy.deepcopy(cert)
+        bad["trees"][-1]["columns"] = key
+        assert not recheck(I3, eps, 2, "unrestricted", "impossible", bad), key
+
+
+def test_budget_bounds_a_huge_number_of_pivot_sets():
+    """C(30, 15) ~ 1.6e8 pivot sets: the roots are taken one at a time, so the budget ends the search
+    (listing every root box first exhausted memory)."""
+    import time
+
+    A = [[F(rng_x, 10) for rng_x in range(1, 11)] * 3]
+    t = time.perf_counter()
+    assert branch.decide(A, F(1, 100), 15, "unrestricted", CellCache(A), 0.2) is None
+    assert time.perf_counter() - t < 20

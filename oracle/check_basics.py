@@ -2,15 +2,21 @@
 ``radon_checks``, ``subcell_checks``): Fraction arithmetic only, no solver.
 
 Malformed numbers raise ``ValueError``; the table in ``softrank.oracle.checks`` turns that into
-a rejection.
+a rejection.  A number written as text is bounded before it is read: at most ``MAX_TEXT``
+characters and an exponent of at most three digits (``Fraction("1e-999999999")`` alone would
+build a billion-digit integer); anything else is refused.
 """
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 ZERO = Fraction(0)
 ONE = Fraction(1)
+
+MAX_TEXT = 10_000  # characters of a rational as text (two 4,300-digit parts, Python's int limit, fit)
+_TEXT = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d{1,3})?(/\d+)?\s*")
 
 
 def as_rational(x) -> Fraction:
@@ -19,6 +25,8 @@ def as_rational(x) -> Fraction:
     if isinstance(x, (int, Fraction)):
         return Fraction(x)
     if isinstance(x, str):
+        if len(x) > MAX_TEXT or not _TEXT.fullmatch(x):
+            raise ValueError("not a rational of bounded size")
         return Fraction(x)
     raise TypeError(f"not a rational: {x!r}")
 

@@ -277,6 +277,6 @@ def recheck(A, eps, k, klass, verdict, certificate) -> bool:
             if klass not in classes or k < 0 or (max_rank is not None and k > max_rank(len(A), len(A[0]))):
                 return False
             return bool(checker(A, eps, certificate, k, klass))
-    except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, InputError, RecursionError):
+    except (KeyError, ValueError, TypeError, IndexError, ArithmeticError, InputError, RecursionError):
         return False
     return False

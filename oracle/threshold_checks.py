@@ -31,7 +31,7 @@ def check_threshold(A, cert, k=None) -> bool:
     """
     try:
         return _check_threshold(A, cert, k)
-    except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError):
+    except (KeyError, ValueError, TypeError, IndexError, ArithmeticError):  # ZeroDivision-, OverflowError
         return False
 
 def _check_threshold(A, cert, k) -> bool:

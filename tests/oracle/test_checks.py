@@ -289,3 +289,28 @@ def test_orthant_lists_are_counted_not_enumerated():
     assert _orthants_covered(2, [[1, 1], [1, -1], [-1, 1]])
     assert not _orthants_covered(2, [[1, 1], [-1, 1], [-1, -1]])
     assert not _orthants_covered(3, [[1, 1, 1], [1, 1, -1], [1, -1, 1], [1, 1, 1]])
+
+
+def test_numbers_as_text_are_bounded_before_they_are_read():
+    """A certificate number (or eps) as text with a huge exponent or too many characters is refused
+    at once (``Fraction("1e-100000000")`` alone ran past 60 s); ordinary text still reads."""
+    import time
+
+    cert = {"kind": "row-norm", "row": 0}
+    for eps in ("1/4", "0.25", "1e-3", "25e-2", " 1/4 ", "-2"):
+        assert recheck(CELL, eps, 0, "unrestricted", "impossible", cert), eps
+    t = time.perf_counter()
+    for eps in ("1e-999999999", "1e-1_000_000_000", "1E-99999", "1/1" + "0" * 10 ** 6, "1" * 20_000):
+        assert not recheck(CELL, eps, 0, "unrestricted", "impossible", cert), eps[:20]
+    lam = decide(CELL, F(2, 5), 1, "stochastic").certificate
+    bad = copy.deepcopy(lam)
+    bad["lambda"][0][0] = "1e999999999"
+    assert not recheck(CELL, F(2, 5), 1, "stochastic", "impossible", bad)
+    assert not check_threshold(CELL, {"kind": "norm", "value": "1e-999999999", "k": 0})
+    assert time.perf_counter() - t < 5
+
+
+def test_infinite_json_numbers_are_refused_not_raised():
+    """``json.loads("1e400")`` is inf: as an index or a rank it is a refusal, not an OverflowError."""
+    assert not recheck(CELL, F(2, 5), 0, "unrestricted", "impossible", {"kind": "row-norm", "row": float("inf")})
+    assert not check_threshold(CELL, {"kind": "norm", "value": "1", "k": float("inf")})

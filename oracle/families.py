@@ -21,6 +21,7 @@ from fractions import Fraction
 
 import sympy as sp
 from flint import arb, ctx, fmpz_mat
+from softrank.exact.rational import parse_rational as exact_rational
 from softrank.validated.errors import InputError
 
 PROOF_GAUGE = "proofs/family_gauge.md"
@@ -35,13 +36,11 @@ PROOF_LEMMA_D = "proofs/family_grid.md (step 4: Lemma D with W = I)"
 
 
 def parse_rational(text, where: str, name: str) -> Fraction:
-    """An exact rational from an int, a Fraction or a string such as "1/4", "0.25", "3"."""
+    """An exact rational from an int, a Fraction or a string such as "1/4", "0.25", "3" (text of
+    bounded size: ``softrank.exact.rational.parse_rational``, so "1e-999999999" is refused)."""
     if isinstance(text, (int, Fraction)) and not isinstance(text, bool):
         return Fraction(text)
-    try:
-        return Fraction(str(text).strip())
-    except (ValueError, ZeroDivisionError):
-        raise InputError(where, name, f"not a rational number: {text!r}") from None
+    return exact_rational(str(text).strip(), where, name)
 
 
 def _check_grid_args(r: int, L: int, eps: Fraction) -> None:
@@ -51,8 +50,9 @@ def _check_grid_args(r: int, L: int, eps: Fraction) -> None:
         raise InputError("families grid", "L", f"must be an integer >= 2, got {L!r}")
     if not (0 < eps < 1):
         raise InputError("families grid", "eps", f"must lie in (0, 1), got {eps}")
-    if L**r > 200_000:
-        raise InputError("families grid", "L", f"L^r = {L**r} points is beyond this exact check (limit 200000)")
+    if r > 17 or L**r > 200_000:  # 2^18 > 200000: a larger r is refused without computing L^r
+        raise InputError("families grid", "L", f"L^r points (L = {L}, r = {r}) are beyond this exact check "
+                                               "(limit 200000)")
 
 
 # ----------------------------------------------------------------------------------------------

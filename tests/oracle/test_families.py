@@ -109,3 +109,19 @@ def test_cli_error_is_one_line_subprocess():
 def test_input_error_direct():
     with pytest.raises(InputError):
         fam.close_grid_family(2, 3, "3/2")
+
+
+def test_huge_arguments_are_refused_before_any_work():
+    """The library entry points bound their arguments themselves: r = 10^11 (L^r was computed:
+    hang) and beta "1e-100000000" (read by Fraction: hang) are one-line InputErrors at once."""
+    import time
+
+    t = time.perf_counter()
+    with pytest.raises(InputError, match="beyond this exact check"):
+        fam.close_grid_family(10 ** 11, 2, "1/4")
+    with pytest.raises(InputError, match="beta"):
+        fam.close_gauge_family("1e-100000000", 2)
+    with pytest.raises(InputError, match="eps"):
+        fam.close_grid_family(2, 3, "1/1" + "0" * 10 ** 6)
+    assert time.perf_counter() - t < 5
+    assert fam.close_gauge_family("1/2", "2").proved and fam.close_grid_family(2, 3, "0.25").proved

@@ -14,6 +14,15 @@ from __future__ import annotations
 from softrank.oracle.check_basics import ZERO
 
 CLASSES = ("unrestricted", "stochastic")
+MAX_NESTING = 16  # submatrix certificates inside one another (a sub-cell of a sub-cell is one of A)
+
+
+def _nesting(cert) -> int:
+    """How many submatrix certificates are nested from ``cert`` down, counted to MAX_NESTING + 1."""
+    depth = 0
+    while isinstance(cert, dict) and cert.get("kind") == "submatrix" and depth <= MAX_NESTING:
+        cert, depth = cert.get("certificate"), depth + 1
+    return depth
 
 
 def _indices(items, bound) -> list[int] | None:
@@ -30,7 +39,10 @@ def subcell(A, rows, groups):
 
 def check_submatrix(A, eps, cert, k, klass, recheck) -> bool:
     """The embedded certificate proves the sub-cell impossible at rank k (in an allowed class),
-    and the sub-cell is strictly smaller than A."""
+    and the sub-cell is strictly smaller than A; at most ``MAX_NESTING`` levels (each level
+    extracts a sub-cell: a long chain cost time and memory cubic in the size of A)."""
+    if _nesting(cert) > MAX_NESTING:
+        return False
     m, N = len(A), len(A[0])
     rows = _indices(cert["rows"], m)
     groups = [_indices(G, N) for G in cert["columns"]]

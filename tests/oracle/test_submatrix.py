@@ -119,3 +119,30 @@ def test_nested_subcells_and_a_chain_that_does_not_shrink():
     for _ in range(3000):  # sub-cells must shrink: rejected, never an exception
         deep = {"kind": "submatrix", "rows": [0], "columns": [[0]], "class": "unrestricted", "certificate": deep}
     assert not recheck(I5, F(1, 2), 2, "unrestricted", "impossible", deep)
+
+
+def _chain(n, depth):
+    """``depth`` submatrix certificates inside one another on the n x n identity, each dropping a
+    row, around a row-norm certificate at k = 0."""
+    cert = {"kind": "row-norm", "row": 0}
+    for m in range(n - depth, n):
+        cert = {"kind": "submatrix", "rows": list(range(m)), "columns": [[j] for j in range(n)],
+                "class": "unrestricted", "certificate": cert}
+    return cert
+
+
+def test_nesting_depth_is_bounded():
+    """A chain of 399 shrinking sub-cells of a 400 x 400 cell (each level extracts a sub-cell:
+    > 60 s and 1.5 GB) is refused at once; MAX_NESTING levels still re-check."""
+    import time
+
+    n = 400
+    A = [[F(int(i == j)) for j in range(n)] for i in range(n)]
+    t = time.perf_counter()
+    assert not recheck(A, F(1, 2), 0, "unrestricted", "impossible", _chain(n, n - 1))
+    assert time.perf_counter() - t < 5
+    from softrank.oracle.subcell_checks import MAX_NESTING
+
+    assert not recheck(A, F(1, 2), 0, "unrestricted", "impossible", _chain(n, MAX_NESTING + 1))
+    A = [[F(int(i == j)) for j in range(40)] for i in range(40)]
+    assert recheck(A, F(1, 2), 0, "unrestricted", "impossible", _chain(40, MAX_NESTING))

@@ -43,14 +43,41 @@ def exact_fraction(x: arb) -> Fraction:
     return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2 ** (-exp))
 
 
+EXP_LIMIT = 1 << 16  # end points of magnitude outside [2^-EXP_LIMIT, 2^EXP_LIMIT] are rounded outward
+
+
+def _end_point(x: arb, up: bool) -> Fraction:
+    """The exact end point ``x`` (finite, exact), or, when its magnitude lies outside
+    ``[2^-EXP_LIMIT, 2^EXP_LIMIT]``, a rational on the outer side of it (>= x if ``up``, else <= x):
+    Arb exponents are unbounded (exp(-1e308) is a ball near 2^(-1.4e308)), and writing such a number
+    as a Fraction would never finish.  An upper end beyond +2^EXP_LIMIT (or a lower end beyond
+    -2^EXP_LIMIT) has no such bound: ``OverflowError``."""
+    if not x.is_exact() or not x.is_finite():
+        raise ValueError("an end point must be a finite exact ball")
+    man, exp = (int(v) for v in x.man_exp())
+    top = exp + abs(man).bit_length()  # 2^(top - 1) <= |x| < 2^top (man != 0)
+    if man == 0 or -EXP_LIMIT <= exp and top <= EXP_LIMIT:
+        return exact_fraction(x)
+    if top < -EXP_LIMIT:  # |x| < 2^-EXP_LIMIT
+        tiny = Fraction(1, 1 << EXP_LIMIT)
+        return (tiny if man > 0 else Fraction(0)) if up else (Fraction(0) if man > 0 else -tiny)
+    if top > EXP_LIMIT and (man < 0) == up:  # |x| >= 2^EXP_LIMIT on the inner side of the bound
+        return Fraction(-(1 << EXP_LIMIT) if up else 1 << EXP_LIMIT)
+    if top > EXP_LIMIT:
+        raise OverflowError(f"a ball end point beyond 2^{EXP_LIMIT}")
+    return exact_fraction(x)  # moderate magnitude, long mantissa: exact (2^-exp has <= top + EXP_LIMIT bits)
+
+
 def upper_fraction(x: arb) -> Fraction:
-    """An exact rational >= every point of the ball ``x``."""
-    return exact_fraction(x.upper())
+    """An exact rational >= every point of the ball ``x`` (its upper end point, or above it when
+    that is beyond 2^-EXP_LIMIT in magnitude)."""
+    return _end_point(x.upper(), up=True)
 
 
 def lower_fraction(x: arb) -> Fraction:
-    """An exact rational <= every point of the ball ``x``."""
-    return exact_fraction(x.lower())
+    """An exact rational <= every point of the ball ``x`` (its lower end point, or below it when
+    that is beyond 2^-EXP_LIMIT in magnitude)."""
+    return _end_point(x.lower(), up=False)
 
 
 def float_at_least(q: Fraction) -> float:

@@ -138,3 +138,48 @@ def test_outward_rounding_does_not_step_past_a_float_that_already_bounds():
 def test_a_tail_whose_lower_end_is_negative_is_never_proved():
     chk = decide_tail("L", "tail", F(-1, 2), F(2), F(1, 10), "exact", [])  # lo^2 = 1/4 > 1/10, but lo < 0
     assert chk.outcome is Outcome.UNRESOLVED
+
+
+def test_ball_end_points_beyond_the_exponent_limit_are_rounded_outward():
+    """Arb exponents are unbounded: exp(-1e308) is a ball near 2^(-1.4e308), whose exact end point
+    as a Fraction would never be written.  Such end points are replaced by a bound on their outer
+    side; a finite upper end above 2^EXP_LIMIT has none (OverflowError, an ArithmeticError)."""
+    import time
+
+    from softrank.validated.balls import EXP_LIMIT, lower_fraction, upper_fraction
+
+    t = time.perf_counter()
+    near0 = arb(-1e308).exp()  # at this precision a ball around 0 of radius about 2^(-1.4e308)
+    assert -F(1, 2 ** EXP_LIMIT) <= lower_fraction(near0) <= 0 <= upper_fraction(near0) <= F(1, 2 ** EXP_LIMIT)
+    tiny = arb(3) * arb(2) ** (-(2 ** 40))
+    assert tiny > 0
+    assert lower_fraction(tiny) == 0 and 0 < upper_fraction(tiny) <= F(1, 2 ** EXP_LIMIT)
+    assert upper_fraction(-tiny) == 0 and -F(1, 2 ** EXP_LIMIT) <= lower_fraction(-tiny) < 0
+    huge = arb(2) ** (2 ** 20)
+    assert lower_fraction(huge) == 2 ** EXP_LIMIT and upper_fraction(-huge) == -(2 ** EXP_LIMIT)
+    with pytest.raises(OverflowError):
+        upper_fraction(huge)
+    assert time.perf_counter() - t < 5
+    from softrank.validated.balls import exact_fraction
+
+    for x in (arb(0), arb(1.5), arb(2.0 ** -1074), arb(-(2.0 ** 1023)), arb("1 +/- 1e-30")):
+        assert lower_fraction(x) == exact_fraction(x.lower()) and upper_fraction(x) == exact_fraction(x.upper())
+
+
+def test_strict_projected_tail_on_a_vanishing_entry_of_A():
+    """A tampered projected certificate whose W picks an entry of A near exp(-1e308): the strict route
+    read that ball's end points exactly (MemoryError after a minute at 3.4 GB); now it decides at once."""
+    import time
+
+    from softrank.validated.projected_tail import check_projected_tail
+
+    h = np.array([[0.0, -1e308, 1.0, 2.0], [0.0, 0.0, 0.0, 0.0], [1.0, 2.0, 0.0, 0.0], [5.0, 4.0, 3.0, 2.0]])
+    enc = softmax_enclosure_of(h)
+    w = np.zeros((4, 1))
+    w[1, 0] = 1.0
+    t = time.perf_counter()
+    chk = check_projected_tail(enc, F(1, 4), 1, np.array([0]), w, strict=True)
+    assert chk.outcome is not Outcome.PROVED  # the tail (that entry, about 0) is far below eps
+    assert time.perf_counter() - t < 5
+    # an honest certificate on the same operator is still accepted
+    assert check_projected_tail(enc, F(1, 100), 1, np.array([0, 2, 3]), np.eye(4), strict=True).proved

@@ -4,7 +4,8 @@ oracle proves on a sub-cell at rank k is one for A at rank k.
 
 Tried where no direct reduction decides (A, eps, k): the (k + 1)-row sub-cells (all columns:
 decided at k = m' - 1 in both classes) and the (k + 1)-column ones, by deleting columns or by
-merging them into k + 1 groups (all rows: decided at k = N' - 1, unrestricted class).  Smaller
+merging them into k + 1 groups (all rows: decided at k = N' - 1, unrestricted class); at most
+``MAX_SUBCELLS`` sub-cells and ``MAX_LPS`` LPs in all.  Smaller
 sub-cells are never needed: a sub-cell of a decided sub-cell has r_eps at most the decided one's.
 Nothing here is trusted: ``softrank.oracle.decide`` re-checks the certificate, and the re-check
 extracts the sub-cell from A itself.
@@ -18,6 +19,7 @@ from softrank.oracle import routes
 from softrank.oracle.subcell_checks import subcell
 
 MAX_SUBCELLS = 60
+MAX_LPS = 4096  # LPs over all the sub-cells of one decision: what one orthant route may take (2^12)
 
 
 def set_partitions(items, blocks):
@@ -50,8 +52,12 @@ def candidates(m, N, k, klass):
 
 
 def lower_bound(A, eps, k, klass, cell):
-    """A ``submatrix`` certificate of impossibility at rank k, or None."""
+    """A ``submatrix`` certificate of impossibility at rank k, or None (also once the sub-cells
+    tried have used ``MAX_LPS`` LPs: 60 sub-cells of 13 rows, each 4,096 orthant LPs, took ~20 min)."""
+    start = cell.stats.get("lps", 0)
     for rows, groups, inner in itertools.islice(candidates(cell.m, cell.N, k, klass), MAX_SUBCELLS):
+        if cell.stats.get("lps", 0) - start >= MAX_LPS:
+            return None
         sub = subcell(A, rows, groups)
         out = routes.direct(sub, eps, k, inner, cell.sub(sub))
         if out is not None and out[0] == "impossible":

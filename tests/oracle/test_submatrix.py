@@ -146,3 +146,22 @@ def test_nesting_depth_is_bounded():
     assert not recheck(A, F(1, 2), 0, "unrestricted", "impossible", _chain(n, MAX_NESTING + 1))
     A = [[F(int(i == j)) for j in range(40)] for i in range(40)]
     assert recheck(A, F(1, 2), 0, "unrestricted", "impossible", _chain(40, MAX_NESTING))
+
+
+def test_subcells_stop_at_an_lp_budget(monkeypatch):
+    """Sub-cells are tried until they have used MAX_LPS LPs in all (sixty 13-row sub-cells of a
+    14 x 14 cell, 4,096 orthant LPs each, ran ~20 min; now about 30 s at 4,096 LPs)."""
+    import random
+
+    from softrank.oracle import submatrix as sm
+    from softrank.oracle.cell import CellCache
+
+    rng = random.Random(2)
+    A = [[F(rng.randint(0, 9), 10) for _ in range(6)] for _ in range(6)]
+    full = CellCache(A)
+    assert sm.lower_bound(A, F(3), 4, "unrestricted", full) is None  # every sub-cell feasible at eps 3
+    assert full.stats["lps"] > 100
+    monkeypatch.setattr(sm, "MAX_LPS", 40)
+    cut = CellCache(A)
+    assert sm.lower_bound(A, F(3), 4, "unrestricted", cut) is None
+    assert 40 <= cut.stats["lps"] <= 40 + 16  # one 5-row sub-cell takes 2^4 orthant LPs

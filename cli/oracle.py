@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
+import time
 from fractions import Fraction
 
 from softrank.cli.common import (
@@ -40,6 +42,8 @@ def configure(parser) -> None:
     parser.add_argument("--lp", default="auto", choices=["auto", "highs", "simplex"],
                         help="LP route (every route's certificate is checked exactly)")
     parser.add_argument("--no-certificates", action="store_true", help="profile: omit certificates from the output")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="profile: no line per decided rank on stderr (shown only on a terminal)")
     parser.add_argument("--search-budget", default="0", metavar="SECONDS",
                         help="seconds of branch and bound for a rank nothing else decides (per rank with "
                              "--profile; default 0: off)")
@@ -80,6 +84,21 @@ def read_matrix(path: str) -> list[list[Fraction]]:
     return as_matrix(rows, path, "matrix")
 
 
+def stderr_is_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
+def progress_line():
+    """``on_decision`` for ``profile``: one line per decided rank on stderr, with the time since
+    the start (a profile of a cell with dozens of rows takes seconds to minutes per rank)."""
+    t0 = time.monotonic()
+
+    def show(d) -> None:
+        print(f"softrank oracle: k = {d.k}: {d.verdict} ({d.reduction}) after {time.monotonic() - t0:.1f} s",
+              file=sys.stderr, flush=True)
+    return show
+
+
 def run(args) -> int:
     from softrank.exact.rational import fmt
     from softrank.oracle import decide, profile
@@ -105,7 +124,8 @@ def run(args) -> int:
             if v.note:
                 print(f"  {v.note}")
         return 0
-    p = profile(A, eps, args.klass, search=not args.no_search, method=args.lp, search_budget=budget)
+    p = profile(A, eps, args.klass, search=not args.no_search, method=args.lp, search_budget=budget,
+                on_decision=None if args.no_progress or not stderr_is_terminal() else progress_line())
     out = p.to_json(certificates=not args.no_certificates)
     if args.json:
         print(json.dumps(out))

@@ -245,9 +245,10 @@ def thresholds(A, klass="unrestricted", method="auto", cache: CellCache | None =
 
 
 def profile(A, eps, klass="unrestricted", *, method="auto", prune=True, search=True, subcells=True,
-            search_budget=None, nerves=True) -> Profile:
+            search_budget=None, nerves=True, on_decision=None) -> Profile:
     """The exact bracket on r_eps(A) in the class, with the decisions that prove it (every route
     of ``decide``; ``search_budget`` seconds of branch and bound for each k nothing else decides).
+    ``on_decision(decision)`` is called after each rank is decided (progress; optional).
 
     Decides k = 0, 1, 2, ... in turn and stops at the first feasible k; ``lower`` is one more than
     the largest k proved impossible below it.  Stochastic cells with a row farther than eps from
@@ -262,6 +263,8 @@ def profile(A, eps, klass="unrestricted", *, method="auto", prune=True, search=T
         d = decide(A, eps, k, klass, search=search, method=method, prune=prune, cache=cell, subcells=subcells,
                    search_budget=search_budget, nerves=nerves)
         decisions.append(d)
+        if on_decision is not None:
+            on_decision(d)
         if d.verdict == "feasible":
             upper = k
             break

@@ -117,3 +117,24 @@ def test_subprocess_json_stdout_is_clean(matrix):
     out = json.loads(proc.stdout)  # nothing but the JSON object on stdout
     assert out["verdict"] in ("feasible", "impossible", "outside-scope") and "certificate" in out
     assert F(out["eps"]) == F(1, 4)
+
+
+def test_profile_progress_on_a_terminal_only(matrix, capsys, monkeypatch):
+    """On a terminal, --profile prints one line per decided rank on stderr (stdout unchanged);
+    --no-progress and a non-terminal stderr print none."""
+    import softrank.cli.oracle as cli_oracle
+
+    assert main(["oracle", str(matrix), "--eps", "2/5", "--profile", "--json"]) == 0
+    plain = capsys.readouterr()
+    assert plain.err == ""
+    monkeypatch.setattr(cli_oracle, "stderr_is_terminal", lambda: True)
+    assert main(["oracle", str(matrix), "--eps", "2/5", "--profile", "--json"]) == 0
+    shown = capsys.readouterr()
+    assert json.loads(shown.out) == json.loads(plain.out)
+    lines = shown.err.splitlines()
+    decided = json.loads(plain.out)["decisions"]
+    assert len(lines) == len(decided) >= 2
+    for line, d in zip(lines, decided):
+        assert line.startswith(f"softrank oracle: k = {d['k']}: {d['verdict']} (")
+    assert main(["oracle", str(matrix), "--eps", "2/5", "--profile", "--json", "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""

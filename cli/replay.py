@@ -67,6 +67,7 @@ def configure(parser) -> None:
     parser.add_argument("--resume", action="store_true",
                         help="continue a killed run into the same OUT: records in OUT/.partial are not redone")
     parser.add_argument("--quiet", action="store_true", help="only the summary line")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (as in the other commands)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)),
                         help="rank budgets k of the verdict table (default 8,16,32)")
@@ -75,13 +76,18 @@ def configure(parser) -> None:
                              "malformed records exit 2 and contradictions 3 regardless)")
 
 
+def progress_shown(args) -> bool:
+    """The progress bar is drawn on a terminal only, and not with --quiet or --no-progress."""
+    return not (args.quiet or getattr(args, "no_progress", False)) and sys.stderr.isatty()
+
+
 def run(args) -> int:
     jobs = check_count(args.jobs, "jobs", maximum=max_jobs())
     budgets = tuple(parse_int_list(args.budgets, "budgets", minimum=0))
     fail_on = _fail_on(args.fail_on)
     out = args.out or str(Path(args.store) / "replay")
     job = ReplayJob(args.store, out, strict=args.strict, budgets=budgets, resume=getattr(args, "resume", False))
-    shown = not args.quiet and sys.stderr.isatty()
+    shown = progress_shown(args)
     try:
         with progress_bar(shown, job.total, "replay", start=job.resumed) as update:
             summary = job.execute(jobs=jobs, scheduler=getattr(args, "scheduler", None), progress=lambda done, _: update(done))

@@ -7,7 +7,9 @@ prints as one line with exit code 2.
 
 from __future__ import annotations
 
+import math
 import re
+import statistics
 from contextlib import contextmanager
 from fractions import Fraction
 from typing import Callable, Iterator
@@ -179,6 +181,43 @@ def output_file(path, field: str = "out", folder_must_exist: bool = True):
 # what the untrusted per-record computations of the studies raise on an operator they cannot
 # handle (an LP or SDP that fails on extreme logits, a record of the wrong form, a float overflow)
 RECORD_FAILURES = (InputError, ValueError, RuntimeError, ArithmeticError)
+
+
+def finite(values) -> list[float]:
+    """The values that are finite numbers (None, NaN and infinities dropped): what a summary's
+    median or maximum is taken over when a degenerate record has no ratio."""
+    return [float(v) for v in values if v is not None and math.isfinite(v)]
+
+
+def median_or_none(values) -> float | None:
+    kept = finite(values)
+    return statistics.median(kept) if kept else None
+
+
+def max_or_none(values) -> float | None:
+    kept = finite(values)
+    return max(kept) if kept else None
+
+
+def shown_number(value, spec: str) -> str:
+    """``format(value, spec)``, or ``n/a`` for None and NaN (a ratio a degenerate record lacks)."""
+    return "n/a" if value is None or value != value else format(value, spec)
+
+
+def json_text(obj, **kwargs) -> str:
+    """``json.dumps`` with every NaN or infinite number written as null (standard JSON: a ratio
+    that a degenerate record lacks is null, never the non-standard ``NaN``)."""
+    import json
+
+    def clean(x):
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        return x
+    return json.dumps(clean(obj), allow_nan=False, **kwargs)
 
 
 def record_failure(record, err: BaseException) -> str:

@@ -20,13 +20,13 @@ computation fails (one line each on stderr; the other records are still brackete
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 
 import numpy as np
 
-from softrank.cli.common import RECORD_FAILURES, parse_int_list, record_failure, theorem_records
+from softrank.cli.common import (RECORD_FAILURES, json_text, max_or_none, median_or_none, parse_int_list,
+                                 record_failure, shown_number, theorem_records)
 
 
 def configure(parser) -> None:
@@ -49,6 +49,10 @@ def run(args) -> int:
     rows = []
     for i, rec in enumerate(recs):
         r = min(ranks[i % len(ranks)], min(rec.shape) - 1)
+        if r < 1:
+            errors.append(record_failure(rec, ValueError(f"kappa needs at least 2 rows and 2 columns (a rank r >= 1 "
+                                                         f"below min(m, N)); this operator is {rec.shape[0]} x {rec.shape[1]}")))
+            continue
         try:
             with np.errstate(all="ignore"):  # an overflow in an untrusted proposal: its failure is reported below
                 rows.append(kappa_bracket_record(rec, r))
@@ -58,8 +62,9 @@ def run(args) -> int:
         if not args.json:
             x = rows[-1]
             print(f"{x['record']:<40} {x['m']}x{x['N']} r={x['r']:<2} kappa in [{x['lower']:.6g}, {x['upper']:.6g}] "
-                  f"gap {x['rel_gap']:.1e}  contrast {x['contrast_lower']:.4g}  kappa_bal {x['kappa_bal']:.4g} "
-                  f"({x['bal_over_kappa']:.3f}x)  {x['seconds_total']:.1f}s", flush=True)
+                  f"gap {shown_number(x['rel_gap'], '.1e')}  contrast {x['contrast_lower']:.4g}  kappa_bal "
+                  f"{x['kappa_bal']:.4g} ({shown_number(x['bal_over_kappa'], '.3f')}x)  {x['seconds_total']:.1f}s",
+                  flush=True)
     for line in errors:
         print(f"softrank kappa: error: {line}", file=sys.stderr)
     if not rows:
@@ -67,18 +72,18 @@ def run(args) -> int:
     ok = [x for x in rows if x["lower"] > 0 and x["lower"] <= x["upper"]]
     summary = {
         "operators": len(rows), "lower_validated": len(ok),
-        "median_rel_gap": statistics.median(x["rel_gap"] for x in rows),
-        "max_rel_gap": max(x["rel_gap"] for x in rows),
-        "median_bal_over_kappa": statistics.median(x["bal_over_kappa"] for x in rows),
-        "max_bal_over_kappa": max(x["bal_over_kappa"] for x in rows),
-        "median_contrast_over_kappa": statistics.median(x["contrast_lower"] / x["upper"] for x in rows),
+        "median_rel_gap": median_or_none(x["rel_gap"] for x in rows),  # ratios: over the records that have them
+        "max_rel_gap": max_or_none(x["rel_gap"] for x in rows),
+        "median_bal_over_kappa": median_or_none(x["bal_over_kappa"] for x in rows),
+        "max_bal_over_kappa": max_or_none(x["bal_over_kappa"] for x in rows),
+        "median_contrast_over_kappa": median_or_none(x["contrast_lower"] / x["upper"] for x in rows if x["upper"] > 0),
         "median_seconds": statistics.median(x["seconds_total"] for x in rows),
         "shapes": sorted({f"{x['m']}x{x['N']}" for x in rows}), "ranks": sorted({x["r"] for x in rows}),
     }
     if args.out:
         write_csv(args.out, rows)
     if args.json:
-        print(json.dumps({"summary": summary, "rows": rows}))
+        print(json_text({"summary": summary, "rows": rows}))
     else:
         for k, v in summary.items():
             print(f"{k:>28}: {v}")

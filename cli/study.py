@@ -6,12 +6,11 @@ end of ``softrank.fastpath.theorem.kappa_study.run_kappa_study``; docs/kappa-stu
 
 from __future__ import annotations
 
-import json
 import sys
 from contextlib import ExitStack
 
 from softrank.cli.common import parse_tolerances
-from softrank.cli.common import check_count, check_device, max_jobs, output_dir, parse_int_list, progress
+from softrank.cli.common import check_count, check_device, json_text, max_jobs, output_dir, parse_int_list, progress
 from softrank.cli.extract import one_line_warnings
 from softrank.validated.errors import InputError
 
@@ -116,7 +115,7 @@ def run(args) -> int:
     for line in errors:
         print(f"softrank study widths: error: {line}", file=sys.stderr)
     if args.json:
-        print(json.dumps(result, indent=1))
+        print(json_text(result, indent=1))
     else:
         _print(result)
     return 2 if errors else 0
@@ -181,7 +180,7 @@ def _run_kappa(args) -> int:
     for line in s["operators_failed"]:  # one line per operator whose study failed; the others are in the tables
         print(f"softrank study kappa: error: {' '.join(str(line).split())}", file=sys.stderr)
     if args.json:
-        print(json.dumps(result))
+        print(json_text(result))
     else:
         print((out / "correlations.md").read_text(), end="")
         for k in ("operators_selected", "operators_done", "families", "rows", "rows_resolved", "kappa_brackets",

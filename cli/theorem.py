@@ -12,14 +12,14 @@ is malformed or its check cannot be computed (one line each on stderr; the other
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import time
 
 import numpy as np
 
-from softrank.cli.common import RECORD_FAILURES, check_count, parse_int_list, record_failure, theorem_records
+from softrank.cli.common import (RECORD_FAILURES, check_count, json_text, median_or_none, parse_int_list,
+                                 record_failure, theorem_records)
 
 MAX_CASES = 10**6  # random or adversarial cases of the perturbation check (the default is 400 and 200)
 
@@ -51,7 +51,7 @@ def _emit(args, summary: dict, rows: list[dict]) -> None:
     if getattr(args, "out", None):
         write_csv(args.out, rows)
     if args.json:
-        print(json.dumps({"summary": summary, "rows": rows}))
+        print(json_text({"summary": summary, "rows": rows}))
     else:
         for k, v in summary.items():
             print(f"{k:>36}: {v}")
@@ -67,7 +67,7 @@ def _perturbation(args) -> int:
     res = perturbation_suite(args.random, args.adversarial, args.seed)
     res["seconds"] = round(time.perf_counter() - t0, 2)
     if args.json:
-        print(json.dumps(res))
+        print(json_text(res))
     else:
         for k, v in res.items():
             if k != "sharpness_sequence":
@@ -81,7 +81,8 @@ def _tau_summary(rows: list[dict]) -> tuple[dict, int]:
     refuted = sum(r["outcome"] == "refuted" for r in rows)
     return {"proved": sum(r["outcome"] == "proved" for r in rows), "refuted": refuted,
             "unresolved": sum(r["outcome"] == "unresolved" for r in rows),
-            "median_distance_over_tau": statistics.median(r["distance_validated_upper"] / r["tau_hat_validated"] for r in rows),
+            "median_distance_over_tau": median_or_none(r["distance_validated_upper"] / r["tau_hat_validated"]
+                                                       for r in rows if r["tau_hat_validated"] > 0),
             "max_tau_hat_minus_tau_lp": max(r["tau_hat_validated"] - r["tau_lp"] for r in rows),
             "within_tau_certified": sum(r["within_tau_certified"] for r in rows),
             "max_tau_bracket_rel_gap": max(r["tau_bracket_rel_gap"] for r in rows)}, refuted
@@ -108,8 +109,8 @@ def _kappa_gamma_summary(rows: list[dict]) -> tuple[dict, int]:
     refuted = sum(not (r["kappa_C_lower_le_gamma"] and r["kappa_T_lower_le_bal"]) for r in rows)
     return {"all kappa(C) lower <= Gamma upper": all(r["kappa_C_lower_le_gamma"] for r in rows),
             "all kappa(T) lower <= kappa_bal upper": all(r["kappa_T_lower_le_bal"] for r in rows),
-            "median Gamma / kappa(C) lower": statistics.median(r["gamma_over_kappa_C_lower"] for r in rows),
-            "median kappa_bal / kappa(T) upper": statistics.median(r["bal_over_kappa"] for r in rows)}, refuted
+            "median Gamma / kappa(C) lower": median_or_none(r["gamma_over_kappa_C_lower"] for r in rows),
+            "median kappa_bal / kappa(T) upper": median_or_none(r["bal_over_kappa"] for r in rows)}, refuted
 
 
 def _record_rows(args, recs, ranks, errors: list[str]) -> list[dict]:

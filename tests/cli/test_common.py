@@ -142,3 +142,19 @@ def test_replay_progress_is_the_shared_bar(tmp_path, capsys, monkeypatch):
     assert "replay 1/2" not in captured.err and "replay 2/2" not in captured.err  # not a hand-made counter
     assert replay.run(Namespace(**{**vars(args), "quiet": True})) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_summary_helpers_skip_missing_ratios_and_json_is_standard():
+    import json
+    import math
+
+    from softrank.cli.common import json_text, max_or_none, median_or_none, shown_number
+
+    assert median_or_none([3.0, None, math.nan, 1.0, math.inf, 2.0]) == 2.0
+    assert max_or_none([None, -1.0, math.nan]) == -1.0
+    assert median_or_none([None, math.nan]) is None and max_or_none([]) is None
+    assert shown_number(None, ".3f") == "n/a" and shown_number(math.nan, ".1e") == "n/a"
+    assert shown_number(0.5, ".3f") == "0.500"
+    text = json_text({"a": [1.5, math.nan, {"b": -math.inf}], "c": (math.inf, 2)})
+    assert json.loads(text) == {"a": [1.5, None, {"b": None}], "c": [None, 2]}
+    assert "NaN" not in text and "Infinity" not in text

@@ -183,3 +183,41 @@ def test_perturbation_never_refuted_wide_range():
         chk, lhs, rhs = check_softmax_perturbation(_b(x), _b(y))
         assert chk.outcome is not Outcome.REFUTED
         assert lhs.lower() <= rhs.upper()
+
+
+@pytest.fixture(scope="module")
+def degenerate_store(tmp_path_factory):
+    """Valid operators without the ratios the summaries report: uniform rows (A of rank 1, kappa
+    and tau zero), two equal columns, and a single row (no rank r >= 1 below min(m, N))."""
+    from softrank.fastpath.float64 import rowsoftmax64
+    from softrank.fastpath.writer import RecordWriter, write_index
+
+    folder = tmp_path_factory.mktemp("degenerate")
+    rng = np.random.default_rng(5)
+    for name, h in (("uniform-8", np.zeros((8, 8))), ("equal-cols", np.repeat(rng.normal(size=(10, 1)), 2, axis=1)),
+                    ("one-row", rng.normal(size=(1, 6))), ("generic", rng.normal(size=(9, 9)))):
+        with RecordWriter(folder, name, {"model": "synthetic", "family": "synthetic"}) as w:
+            w.set_logits(h)
+            w.set_a_hat(rowsoftmax64(h))
+    write_index(folder)
+    return folder
+
+
+@pytest.mark.parametrize("command, code, failing", [(["kappa"], 2, ["one-row"]), (["theorem", "tau"], 0, [])],
+                         ids=["kappa", "theorem-tau"])
+def test_cli_degenerate_operators_give_null_ratios_not_a_traceback(degenerate_store, command, code, failing, capsys):
+    """A zero kappa or tau makes a ratio undefined: the record is still reported, the summary's
+    medians run over the records that have the ratio and the JSON is standard (null, never NaN);
+    kappa needs a rank r >= 1 below min(m, N), so the single-row operator is one error line there
+    (exit 2)."""
+    from softrank.cli import main
+
+    assert main([*command, str(degenerate_store), "--json"]) == code
+    captured = capsys.readouterr()
+    out = json.loads(captured.out, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert {r["record"] for r in out["rows"]} == {"uniform-8", "equal-cols", "one-row", "generic"} - set(failing)
+    errors = captured.err.splitlines()
+    assert len(errors) == len(failing) and all(name in line for name, line in zip(failing, errors))
+    assert "Traceback" not in captured.err
+    assert main([*command, str(degenerate_store)]) == code  # the human-readable lines too
+    assert "Traceback" not in capsys.readouterr().err

@@ -209,15 +209,9 @@ def json_text(obj, **kwargs) -> str:
     that a degenerate record lacks is null, never the non-standard ``NaN``)."""
     import json
 
-    def clean(x):
-        if isinstance(x, dict):
-            return {k: clean(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple)):
-            return [clean(v) for v in x]
-        if isinstance(x, float) and not math.isfinite(x):
-            return None
-        return x
-    return json.dumps(clean(obj), allow_nan=False, **kwargs)
+    from softrank.fastpath.files import json_ready
+
+    return json.dumps(json_ready(obj), allow_nan=False, **kwargs)
 
 
 def record_failure(record, err: BaseException) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import errno
 import json
+import math
 import os
 import stat
 import tempfile
@@ -104,8 +105,21 @@ def write_csv(path: str | os.PathLike, rows: list[dict[str, Any]], fields: list[
     return atomic_write(path, write)
 
 
+def json_ready(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float replaced by None (JSON null), through dicts, lists
+    and tuples: files and printouts stay standard JSON (``json.dumps`` would write ``NaN``)."""
+    if isinstance(obj, dict):
+        return {k: json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_ready(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
 def write_json(path: str | os.PathLike, obj: Any) -> Path:
+    """``obj`` as standard JSON (NaN and infinities as null), written atomically."""
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=1)
+            json.dump(json_ready(obj), fh, indent=1, allow_nan=False)
     return atomic_write(path, write)

@@ -102,7 +102,7 @@ def solve_kappa_eg(x0: np.ndarray, y0: np.ndarray, tol: float = 2e-4, max_iter: 
         up = math.sqrt(gp.max() * gq.max())
         if up < best_up:
             best_up, best = up, (h, mx, my)
-        if (best_up - f) / best_up < tol:
+        if best_up <= f or (best_up - f) / best_up < tol:  # best_up = 0: kappa(C) = 0 (A has rank <= r)
             status = "converged"
             break
         if time.perf_counter() - t0 > max_seconds:

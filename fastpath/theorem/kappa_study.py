@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from softrank.fastpath.files import json_ready
+
 DEFAULT_RANKS = (2, 4, 8, 16)
 KAPPA_TOL = 1e-5
 
@@ -203,7 +205,7 @@ def _worker(task):
     except Exception as err:  # one operator's failure is reported, the study goes on
         return {"record_id": Path(folder).name, "error": f"{type(err).__name__}: {err}"}
     tmp = Path(cache).with_suffix(".tmp")
-    tmp.write_text(json.dumps(row))
+    tmp.write_text(json.dumps(row))  # resume state, read back by the aggregation (NaN kept as NaN)
     os.replace(tmp, cache)
     return row
 
@@ -352,5 +354,6 @@ def run_kappa_study(store, replay_dir, out, ranks=DEFAULT_RANKS, jobs: int = 1, 
               "settings": {"store": str(store), "replay": str(replay_dir), "ranks": list(ranks), "jobs": jobs,
                            "max_minutes": max_minutes, "bootstrap": n_boot, "kappa_tol": KAPPA_TOL},
               "correlations": table}
-    (Path(out) / "study.json").write_text(json.dumps(result, indent=1, default=_jsonable))
+    (Path(out) / "study.json").write_text(json.dumps(json_ready(json.loads(json.dumps(result, default=_jsonable))),
+                                                      indent=1, allow_nan=False))
     return result

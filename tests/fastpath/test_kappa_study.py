@@ -213,3 +213,12 @@ def test_malformed_rows_and_records_are_reported_not_crashed_on(tmp_path):
     assert sorted(it["record_id"] for it in select_operators(tmp_path / "store", brackets)) == ["a", "b"]
     with pytest.raises(InputError, match="nope"):
         select_operators(tmp_path / "store", brackets, records="a,nope")
+
+
+def test_zero_kappa_converges_instead_of_dividing_by_zero():
+    # a constant factor (x or y constant in every column): kappa = 0, the relative gap is 0/0
+    x, y = np.ones((6, 1)), np.linspace(-1.0, 2.0, 7)[:, None]
+    sol = solve_kappa_eg(x, y)
+    assert sol.status == "converged"
+    row = bracket_kappa_eg(x, y)
+    assert row["upper"] == 0.0 and row["lower"] <= row["upper"]

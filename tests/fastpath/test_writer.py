@@ -204,3 +204,15 @@ def test_output_files_refuse_special_files_and_inputs_are_read_only_when_regular
     assert read_regular_file(tmp_path / "ok.json") == b"[\n 1\n]"
     with pytest.raises(OSError, match="larger than"):
         read_regular_file(tmp_path / "ok.json", max_bytes=2)
+
+
+def test_write_json_writes_standard_json(tmp_path):
+    import json
+    import math
+
+    from softrank.fastpath.files import write_json
+
+    path = write_json(tmp_path / "x.json", {"a": math.nan, "b": [1.0, -math.inf, {"c": math.inf}], "d": "NaN"})
+    text = path.read_text()
+    assert json.loads(text, parse_constant=lambda c: pytest.fail(c)) == {"a": None, "b": [1.0, None, {"c": None}],
+                                                                       "d": "NaN"}

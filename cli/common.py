@@ -36,6 +36,10 @@ def parse_tolerances(text: str, field: str = "eps") -> list[Fraction]:
     values = sorted({parse_eps_exact(part.strip(), field) for part in str(text).split(",") if part.strip()})
     if not values:
         raise InputError("arguments", field, "no tolerance given")
+    from softrank.replay.reader import MAX_TOLERANCES
+
+    if len(values) > MAX_TOLERANCES:
+        raise InputError("arguments", field, f"{len(values)} tolerances, more than the {MAX_TOLERANCES} a record may hold")
     floats = [float(v) for v in values]
     for v, f in zip(values, floats):
         if not 0 < f < 1:

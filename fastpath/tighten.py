@@ -44,7 +44,7 @@ from softrank.fastpath.rank_search import Witness
 from softrank.fastpath.tighten_lower import grow_decoder
 from softrank.fastpath.tighten_upper import AdamSettings, descend_minimax
 from softrank.fastpath.writer import RecordWriter, write_index
-from softrank.replay.reader import MANIFEST_BYTES, read_record, record_entries
+from softrank.replay.reader import MANIFEST_BYTES, MAX_LOWER, read_record, record_entries
 from softrank.validated.errors import InputError
 
 PRODUCER = "softrank.fastpath.tighten 0.1"
@@ -228,6 +228,8 @@ def _write(out_store, record, states: list[EpsState]) -> None:
             upper = None if s.witness is None else (s.witness.X, s.witness.Y, s.witness.construction)
             stored = [{"kind": c.kind, "lower": c.lower, **c.data} for c in t.lower]
             lower = ([s.new_cert.as_record()] if s.new_cert is not None else []) + stored
+            if len(lower) > MAX_LOWER:  # many passes: keep the strongest, so that the record stays readable
+                lower = sorted(lower, key=lambda c: -c["lower"])[:MAX_LOWER]
             budgets = sorted(t.float64_verdicts) or list(BUDGETS)
             f64 = {"lower": s.lower, "upper": s.upper,
                    "verdicts": {str(k): verdict(k, s.lower, s.upper) for k in budgets}}

@@ -25,6 +25,8 @@ from softrank.exact.rational import parse_rational
 from softrank.validated.errors import InputError
 
 MAX_INT = 2**63 - 1  # integer fields end up in int64 table columns
+MAX_TOLERANCES = 256  # tolerances per record, and lower certificates per tolerance: every one is
+MAX_LOWER = 256  # checked, so a record may not ask for unbounded work (honest ones: a few of each)
 NPY_HEADER_BYTES = 1 << 16  # an array file may exceed its data by at most this (the .npy header)
 MANIFEST_BYTES = 1 << 26  # record.json: 64 MiB at most (real ones hold a few kB)
 
@@ -196,7 +198,10 @@ def read_record(folder: str | os.PathLike) -> Record:
     m, n = op.pop("shape")
     a_hat = _a_hat(r, doc, m, n)
     tolerances = []
-    for t_index, tol in enumerate(r.get(doc, "tolerances", "", list)):
+    listed = r.get(doc, "tolerances", "", list)
+    if len(listed) > MAX_TOLERANCES:  # each entry is checked: a bound on the work one record can ask for
+        r.fail("tolerances", f"{len(listed)} entries, more than the {MAX_TOLERANCES} a record may hold")
+    for t_index, tol in enumerate(listed):
         tolerances.append(_read_tolerance(r, tol, f"tolerances[{t_index}]", m, n))
     return Record(record_id=record_id, path=r.folder, schema_version=version, provenance=provenance,
                   a_hat=a_hat, tolerances=tolerances, **op)
@@ -304,8 +309,10 @@ def _read_tolerance(r: _Reader, tol, path: str, m: int, n: int) -> Tolerance:
     eps, eps_text = r.eps(tol["eps"], f"{path}.eps")
     up = r.get(tol, "upper", path, dict, optional=True)
     upper = None if up is None else _read_upper(r, up, f"{path}.upper", m, n)
-    lower = [_read_lower(r, cert, f"{path}.lower[{c}]")
-             for c, cert in enumerate(r.get(tol, "lower", path, list, optional=True) or [])]
+    certs = r.get(tol, "lower", path, list, optional=True) or []
+    if len(certs) > MAX_LOWER:
+        r.fail(f"{path}.lower", f"{len(certs)} certificates, more than the {MAX_LOWER} a tolerance may hold")
+    lower = [_read_lower(r, cert, f"{path}.lower[{c}]") for c, cert in enumerate(certs)]
     f64 = r.get(tol, "float64", path, dict, optional=True) or {}
     f_lower = _nonneg_int(r, f64, "lower", f"{path}.float64", optional=True)
     f_upper = _nonneg_int(r, f64, "upper", f"{path}.float64", optional=True)

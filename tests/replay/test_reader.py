@@ -94,6 +94,8 @@ def test_from_record_keeps_operator_and_drops_tolerances(tmp_path):
     (lambda d: d["a_hat"].update(dtype="float32"), "a_hat.dtype"),
     (lambda d: d["a_hat"].update(shape=[3, 4]), "a_hat.shape"),
     (lambda d: d.update(tolerances={}), "tolerances"),
+    (lambda d: d.update(tolerances=d["tolerances"] * 257), "tolerances"),  # more than MAX_TOLERANCES
+    (lambda d: d["tolerances"][0].update(lower=d["tolerances"][0]["lower"] * 257), "tolerances[0].lower"),
 ])
 def test_reader_names_the_field(tmp_path, edit, field):
     folder, *_ = make(tmp_path)
@@ -289,3 +291,15 @@ def test_identity_record_id_must_match_its_folder_and_keys_must_be_unique(tmp_pa
     (folder / "record.json").write_text(text.replace('"schema_version": 1,', '"schema_version": 1, "schema_version": 1,'))
     with pytest.raises(InputError, match="duplicate JSON key 'schema_version'"):
         read_record(folder)
+
+
+def test_count_limits_admit_what_the_front_ends_write():
+    """The reader's limits on tolerances and certificates are the ones the writers keep to."""
+    from softrank.cli.common import parse_tolerances
+    from softrank.replay.reader import MAX_TOLERANCES
+
+    many = ",".join(f"{i}/1000" for i in range(1, MAX_TOLERANCES + 1))
+    assert len(parse_tolerances(many)) == MAX_TOLERANCES
+    with pytest.raises(InputError) as err:
+        parse_tolerances(many + ",999/1000")
+    assert err.value.field == "eps" and "more than the 256" in err.value.one_line()

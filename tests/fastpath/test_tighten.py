@@ -258,3 +258,26 @@ def test_a_malformed_stored_decoder_is_not_a_start(tmp_path):
     assert rows[0]["lower_after"] == 1 and rows[0]["upper_after"] < N
     rec = read_record(tmp_path / "out" / "records" / "syn-bad")
     assert rec.tolerances[0].lower[-1].data["rows"].tolist() == [N + 5]  # kept as stored, for the replay to judge
+
+
+def test_write_keeps_the_strongest_certificates_up_to_the_readers_limit(tmp_path, monkeypatch):
+    """A pass that adds a certificate to a tolerance already at the reader's limit keeps the
+    strongest ones, so the written record stays readable (the limit lowered to 2 here)."""
+    from softrank.fastpath import tighten as tg
+
+    src = tmp_path / "src"
+    h = np.random.default_rng(2).normal(size=(6, 6))
+    with RecordWriter(src, "r1", {"model": "synthetic", "family": "synthetic"}) as w:
+        w.set_logits(h)
+        w.set_a_hat(rowsoftmax64(h))
+        w.add_tolerance(Fraction(1, 4), upper=None, lower=[{"kind": "frobenius", "lower": 1},
+                                                            {"kind": "frobenius", "lower": 2}],
+                        float64={"lower": 2, "upper": None, "verdicts": {}})
+    record = read_record(src / "records" / "r1")
+    monkeypatch.setattr(tg, "MAX_LOWER", 2)
+    state = tg.EpsState(index=0, eps=0.25, raw=record.tolerances[0].eps_text, text="1/4", stored_witness=None,
+                        stored_lower=2, witness=None, lower=3,
+                        new_cert=Certificate("frobenius", 3))
+    tg._write(tmp_path / "out", record, [state])
+    kept = read_record(tmp_path / "out" / "records" / "r1").tolerances[0].lower
+    assert sorted(c.lower for c in kept) == [2, 3]

@@ -17,6 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
 
 def umask() -> int:
     """The process's file-creation mask (read by setting and restoring it)."""
@@ -106,8 +108,11 @@ def write_csv(path: str | os.PathLike, rows: list[dict[str, Any]], fields: list[
 
 
 def json_ready(obj: Any) -> Any:
-    """``obj`` with every NaN or infinite float replaced by None (JSON null), through dicts, lists
-    and tuples: files and printouts stay standard JSON (``json.dumps`` would write ``NaN``)."""
+    """``obj`` with numpy scalars as Python numbers and every NaN or infinite float replaced by None
+    (JSON null), through dicts, lists and tuples: files and printouts stay standard JSON
+    (``json.dumps`` would write ``NaN``)."""
+    if isinstance(obj, np.generic):
+        obj = obj.item()
     if isinstance(obj, dict):
         return {k: json_ready(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from softrank.fastpath.files import json_ready
+from softrank.fastpath.files import write_json
 
 DEFAULT_RANKS = (2, 4, 8, 16)
 KAPPA_TOL = 1e-5
@@ -354,6 +354,5 @@ def run_kappa_study(store, replay_dir, out, ranks=DEFAULT_RANKS, jobs: int = 1, 
               "settings": {"store": str(store), "replay": str(replay_dir), "ranks": list(ranks), "jobs": jobs,
                            "max_minutes": max_minutes, "bootstrap": n_boot, "kappa_tol": KAPPA_TOL},
               "correlations": table}
-    (Path(out) / "study.json").write_text(json.dumps(json_ready(json.loads(json.dumps(result, default=_jsonable))),
-                                                      indent=1, allow_nan=False))
+    write_json(Path(out) / "study.json", result)
     return result

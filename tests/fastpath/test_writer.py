@@ -212,7 +212,8 @@ def test_write_json_writes_standard_json(tmp_path):
 
     from softrank.fastpath.files import write_json
 
-    path = write_json(tmp_path / "x.json", {"a": math.nan, "b": [1.0, -math.inf, {"c": math.inf}], "d": "NaN"})
+    path = write_json(tmp_path / "x.json", {"a": math.nan, "b": [1.0, -math.inf, {"c": math.inf}], "d": "NaN",
+                                            "e": [np.float64(math.nan), np.int64(3), np.bool_(True)]})
     text = path.read_text()
     assert json.loads(text, parse_constant=lambda c: pytest.fail(c)) == {"a": None, "b": [1.0, None, {"c": None}],
-                                                                       "d": "NaN"}
+                                                                       "d": "NaN", "e": [None, 3, True]}

@@ -187,7 +187,7 @@ def _run_kappa(args) -> int:
                   "kappa_lower_validated", "tau_checks", "tau_proved", "kappa_T_median_rel_gap", "kappa_C",
                   "seconds_total"):
             print(f"{k:>24}: {s[k]}")
-    if any(": InputError: " in str(line) for line in s["operators_failed"]):
+    if s.get("operators_bad_input"):
         return 2  # a malformed record (reported above; the other operators were studied)
     bad = s["operators_failed"] or s["kappa_lower_validated"] < s["kappa_brackets"] or s["tau_proved"] < s["tau_checks"]
     return 1 if bad or s["operators_done"] == 0 else 0

@@ -167,7 +167,8 @@ def scatter_figure(rows: list[dict], path, scores=("kappa(T_r*)", "theorem form"
             ax.set_ylabel("validated rank, midpoint [L, U]")
             models = sorted({str(r.get("model")) for r in rows if r["family"] == fam})
             ax.set_title(f"{fam} ({', '.join(models)}): {s}")
-            ax.legend(fontsize=7)
+            if ax.get_legend_handles_labels()[0]:  # no points, no legend (matplotlib would warn)
+                ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -188,7 +189,9 @@ def summarise(ops: list[dict], chosen: list[dict], rows: list[dict], seconds_ops
         by_n.setdefault(o["N"], []).append(o["kappa_C"])
     return {
         "operators_selected": len(chosen), "operators_done": len(good),
-        "operators_failed": [o["record_id"] + ": " + o["error"] for o in ops if "error" in o],
+        "operators_failed": [o["error"] if o.get("bad_input") else o["record_id"] + ": " + o["error"]
+                             for o in ops if "error" in o],
+        "operators_bad_input": sum(1 for o in ops if o.get("bad_input")),
         "families": {f: sum(o["family"] == f for o in good) for f in sorted({o["family"] for o in good}, key=str)},
         "rows": len(rows), "rows_resolved": sum(r["resolved"] for r in rows),
         "kappa_brackets": len(entries) + len(full),

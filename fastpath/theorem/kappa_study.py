@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from softrank.fastpath.files import write_json
+from softrank.validated.errors import InputError
 
 DEFAULT_RANKS = (2, 4, 8, 16)
 KAPPA_TOL = 1e-5
@@ -202,6 +203,8 @@ def _worker(task):
     folder, eps_list, ranks, cache = task
     try:
         row = operator_study(folder, eps_list, ranks)
+    except InputError as err:  # a malformed record: its one line names the file and field
+        return {"record_id": Path(folder).name, "error": str(err), "bad_input": True}
     except Exception as err:  # one operator's failure is reported, the study goes on
         return {"record_id": Path(folder).name, "error": f"{type(err).__name__}: {err}"}
     tmp = Path(cache).with_suffix(".tmp")
@@ -227,7 +230,6 @@ def read_brackets(replay_dir) -> dict:
     """{record_id: {eps_value: (eps text, validated_lower, validated_upper)}} from a replay table."""
     import pyarrow.parquet as pq
 
-    from softrank.validated.errors import InputError
 
     path = Path(replay_dir) / "replay.parquet"
     if not path.is_file():
@@ -290,7 +292,6 @@ def select_operators(store, brackets: dict, records: str | None = None, limit: i
     from softrank.replay.reader import record_entries
 
     from softrank.fastpath.files import read_regular_file
-    from softrank.validated.errors import InputError
 
     wanted = None if records is None else {s.strip() for s in records.split(",") if s.strip()}
     if wanted is not None and not wanted:

@@ -82,6 +82,21 @@ def test_entries_of_records_that_are_not_folders_are_malformed_records(tmp_path)
     assert sorted(p.name for p in (tmp_path / "out" / "operators").iterdir()) == ["syn-fam-0.json", "syn-fam-1.json"]
 
 
+def test_a_malformed_record_is_one_line_naming_its_file(tmp_path, capsys):
+    """A truncated record.json: one stderr line naming the file and field (no exception type, no
+    matplotlib warning), the other operator is studied, exit code 2."""
+    from softrank.cli import main
+
+    store, replay = make_replayed_store(tmp_path, count=2, eps=(0.25,))
+    bad = sorted((store / "records").iterdir())[0] / "record.json"
+    bad.write_text(bad.read_text()[:150])
+    code = main(["study", "kappa", str(store), "--replay", str(replay), "--ranks", "2", "--out",
+                 str(tmp_path / "out"), "--bootstrap", "10", "--json", "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"softrank study kappa: error: {bad.parent}: field 'record.json'") and "Error:" not in err[0]
+
+
 def test_bad_input_is_one_line(tmp_path, capsys):
     from softrank.cli import main
 

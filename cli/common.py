@@ -220,7 +220,12 @@ def json_text(obj, **kwargs) -> str:
 
 def record_failure(record, err: BaseException) -> str:
     """One line for a record whose computation failed: the record's folder and id, and why."""
-    text = err.one_line() if isinstance(err, InputError) else f"{type(err).__name__}: {err}"
+    if isinstance(err, InputError):  # the record's own folder is named once
+        text = err.one_line()
+        if err.where == str(record.path):
+            text = text[len(err.where) + 1:].lstrip()
+    else:
+        text = f"{type(err).__name__}: {err}"
     return " ".join(f"{record.path} [{record.record_id}]: {text}".split())[:2000]
 
 

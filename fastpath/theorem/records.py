@@ -10,11 +10,27 @@ from softrank.validated.errors import InputError
 from softrank.validated.softmax_enclosure import logits_balls
 
 
+#: the float64 theory computations (SVDs, SDPs, LPs on C and on products of its factors) square
+#: and multiply the logits: outside this range of max |C| they overflow or underflow
+THEORY_RANGE = (1e-100, 1e100)
+
+
 def logits_float(rec) -> np.ndarray:
-    if rec.form == "logits":
-        return np.asarray(rec.logits, dtype=np.float64)
-    h = float(rec.scale) * (rec.queries @ rec.keys.T)
-    return h + rec.bias if rec.bias is not None else h
+    """The float64 logits H, refused (one line naming the record and field) where the double
+    centring C has max |C| outside ``THEORY_RANGE`` (C = 0, a uniform operator, is accepted)."""
+    with np.errstate(all="ignore"):
+        if rec.form == "logits":
+            h = np.asarray(rec.logits, dtype=np.float64)
+        else:
+            h = float(rec.scale) * (rec.queries @ rec.keys.T)
+            h = h + rec.bias if rec.bias is not None else h
+        c_max = float(np.max(np.abs(double_centre(h)))) if h.size else 0.0
+    lo, hi = THEORY_RANGE
+    if not np.all(np.isfinite(h)) or not c_max <= hi or 0.0 < c_max < lo:
+        field = "logits" if rec.form == "logits" else "queries, keys"
+        raise InputError(str(rec.path), field, f"the centred logits reach max |C| = {c_max:.3g}, outside the range "
+                                               f"[{lo:g}, {hi:g}] of the float64 theory computations")
+    return h
 
 
 def logits_balls_of(rec):

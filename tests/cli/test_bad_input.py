@@ -206,3 +206,28 @@ def test_a_record_folder_replaced_by_a_file_a_fifo_or_a_link_loop_is_one_malform
         "demo-01", "zz-pipe", "loop"}
     text = (tmp_path / "out" / "replay.csv").read_text()
     assert "demo-00" in text and "demo-02" in text and "malformed" in text
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-310])
+@pytest.mark.parametrize("command", ["kappa store --rank 2 --json", "theorem tau store --rank 2 --json"])
+def test_logits_outside_the_float64_range_of_the_theory_are_one_line(tmp_path, scale, command):
+    """Logits of size 1e300 (or subnormal) made the SDP, LP and eigensolvers fail with their own
+    messages (ScsWork allocation error, HiGHS model error, non-finite entry): now one line naming the
+    record and field 'logits', the other records computed, exit 2."""
+    import numpy as np
+
+    from softrank.fastpath.writer import RecordWriter
+
+    rng = np.random.default_rng(0)
+    for i, s in enumerate((1.0, scale, 1.0)):
+        h = rng.normal(size=(8, 8))
+        with RecordWriter(tmp_path / "store", f"op-{i}", provenance={"model": "synthetic", "family": "synthetic"}) as w:
+            w.set_logits(s * h)
+            a = np.exp(h - h.max(1, keepdims=True))
+            w.set_a_hat(a / a.sum(1, keepdims=True))  # a_hat is not what this test is about
+    proc = _softrank(*command.split(), cwd=tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert len(lines) == 1 and "op-1" in lines[0] and "field 'logits'" in lines[0] and "range" in lines[0], lines
+    rows = json.loads(proc.stdout)["rows"]
+    assert {r["record"] if "record" in r else r["record_id"] for r in rows} == {"op-0", "op-2"}

@@ -11,8 +11,9 @@ Certificates (proofs/exact_lp_verification.md):
 - infeasible: Farkas vector y >= 0, A_ub^T y + A_eq^T z = 0, b_ub.y + b_eq.z < 0;
 - unbounded:  x feasible and a ray d with A_ub d <= 0, A_eq d = 0, c.d < 0.
 
-Route: float64 HiGHS gives a basis; the basis system is solved exactly (FLINT ``fmpq_mat``) and the
-candidate certificate is checked by the functions ``check_*`` below.  If anything fails, an exact
+Route: float64 HiGHS gives a basis; the basis system is solved exactly and the candidate certificate
+is checked by the functions ``check_*`` below (a few HiGHS settings in turn, since a basis optimal in
+binary64 may not be optimal in rationals).  If every one fails, an exact
 rational simplex (``softrank.advisors.simplex``) solves the LP from scratch, and its certificate is
 checked by the same functions.  No LP result leaves this module unchecked.  Both routes are
 advisors (``softrank.advisors``): what they propose is accepted only through ``check_result``.
@@ -161,12 +162,13 @@ def solve(lp: LP, method: str = "auto") -> LPResult:
     """
     lp.validate()
     if method in ("auto", "highs"):
-        proposal = highs.solve_via_basis(lp)
-        res = None if proposal is None else _result(proposal)
-        if res is not None and check_result(lp, res):
-            STATS["highs-basis"] += 1
-            return res
-        STATS["highs-failed"] += 1
+        for attempt in range(highs.ATTEMPTS):  # HiGHS settings in turn, each basis checked exactly
+            proposal = highs.solve_via_basis(lp, attempt)
+            res = None if proposal is None else _result(proposal)
+            if res is not None and check_result(lp, res):
+                STATS["highs-basis"] += 1
+                return res
+            STATS["highs-failed"] += 1
         if method == "highs":
             raise LPVerificationError("HiGHS basis did not give a checked certificate")
     elif method != "simplex":

@@ -108,7 +108,7 @@ def test_without_highs_the_exact_simplex_answers(monkeypatch):
 
 def test_a_wrong_highs_basis_is_never_trusted(monkeypatch):
     """If HiGHS proposes a wrong basis, its certificate fails the exact check and the simplex runs."""
-    def wrong(lp):
+    def wrong(lp, attempt=0):
         res = simplex.solve(lp)
         if res.status == "optimal":
             res.value += 1  # corrupt
@@ -132,3 +132,26 @@ def test_no_sympy_simplex_anywhere():
             text = f.read_text()
             assert "lpmin" not in text and "lpmax" not in text and "linprog(" not in text.replace("linprog / ", ""), f
             assert "sympy.solvers.simplex" not in text, f
+
+
+def test_a_basis_that_fails_the_exact_check_is_retried_with_other_highs_settings(monkeypatch):
+    """A binary64-optimal basis can be infeasible in rationals: the next HiGHS settings are tried
+    (each proposal checked exactly) before the exact simplex."""
+    real = highs.solve_via_basis
+    seen = []
+
+    def first_wrong(lp, attempt=0):
+        seen.append(attempt)
+        prop = real(lp, attempt)
+        if attempt == 0 and prop is not None:
+            prop.x = [v + 1 for v in prop.x]  # corrupt the first basis point
+        return prop
+
+    monkeypatch.setattr(highs, "solve_via_basis", first_wrong)
+    before = dict(xlp.STATS)
+    lp = LP(c=[ONE, ONE], A_ub=[[-ONE, -ONE], [-ONE, F(-3)]], b_ub=[-ONE, F(-2)])
+    r = solve(lp)
+    assert r.route == "highs-basis" and r.value == 1 and seen == [0, 1]
+    assert xlp.STATS["highs-failed"] == before["highs-failed"] + 1
+    assert highs.ATTEMPTS == len(highs.OPTION_SETS) >= 2
+    assert highs.solve_via_basis is first_wrong and real(lp, highs.ATTEMPTS) is None

@@ -4,7 +4,8 @@ Each advisor proposes an answer to a linear program (a basis from float64 HiGHS,
 from an exact rational simplex).  A proposal is never used as a result: ``softrank.exact.lp``
 re-checks it in rationals (``check_result``) and accepts only what checks.  Advisors import
 nothing from the trusted core; they read an LP through its fields ``c, A_ub, b_ub, A_eq, b_eq``
-(lists of ``Fraction``) and answer with a :class:`Proposal`.
+(lists of ``Fraction``; a row is a dense list or a sparse dict ``{column: value}``, read through
+:func:`entries`) and answer with a :class:`Proposal`.
 """
 
 from __future__ import annotations
@@ -24,3 +25,8 @@ class Proposal:
     ray: list[Fraction] | None = None
     value: Fraction | None = None
     route: str = ""
+
+
+def entries(row):
+    """(column, value) pairs of an LP row, dense list or sparse dict."""
+    return row.items() if isinstance(row, dict) else enumerate(row)

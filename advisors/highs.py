@@ -15,7 +15,7 @@ import sys
 from fractions import Fraction
 
 import numpy as np
-from softrank.advisors import Proposal, sparse_solve
+from softrank.advisors import Proposal, entries, sparse_solve
 
 try:
     import highspy as _hs
@@ -68,7 +68,7 @@ def _float_solve(lp, options=None):
     inf = _hs.kHighsInf
     cols: list[list[tuple[int, float]]] = [[] for _ in range(n)]
     for i, row in enumerate(lp.A_ub + lp.A_eq):
-        for j, a in enumerate(row):
+        for j, a in entries(row):
             if a:
                 cols[j].append((i, float(a)))
     start, index, value = [0], [], []
@@ -127,7 +127,7 @@ def solve_via_basis(lp, attempt: int = 0) -> Proposal | None:
     if len(active) + len(zero_cols) != n:
         return None
     # the basis system: the active rows as equations, and x_j = 0 for the non-basic free columns
-    M = [{j: a for j, a in enumerate(rows[i]) if a} for i in active] + [{j: Fraction(1)} for j in zero_cols]
+    M = [{j: a for j, a in entries(rows[i]) if a} for i in active] + [{j: Fraction(1)} for j in zero_cols]
     b = [rhs[i] for i in active] + [Fraction(0)] * len(zero_cols)
     Mt: list[dict] = [{} for _ in range(n)]
     for r, row in enumerate(M):

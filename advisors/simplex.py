@@ -13,7 +13,7 @@ from fractions import Fraction
 
 from flint import fmpq, fmpq_mat
 
-from softrank.advisors import Proposal
+from softrank.advisors import Proposal, entries
 
 
 _ZERO = fmpq(0)
@@ -43,7 +43,7 @@ class _Tableau:
         for i, (r, b) in enumerate(rows):
             s = self.rho[i]
             line = [_ZERO] * (C + 1)
-            for j, a in enumerate(r):
+            for j, a in entries(r):
                 if a:
                     line[j] = _q(a * s)
                     line[n + j] = _q(-a * s)

@@ -36,12 +36,14 @@ class LPVerificationError(ArithmeticError):
 
 @dataclass
 class LP:
-    """``min c.x  s.t.  A_ub x <= b_ub, A_eq x = b_eq`` with x free; dense rows of Fraction."""
+    """``min c.x  s.t.  A_ub x <= b_ub, A_eq x = b_eq`` with x free.  A row is a dense list of n
+    Fractions or a sparse dict ``{column: Fraction}`` (absent columns are 0; ``Builder`` makes
+    sparse rows, so an LP with thousands of columns does not hold n entries per row)."""
 
     c: list[Fraction]
-    A_ub: list[list[Fraction]] = field(default_factory=list)
+    A_ub: list = field(default_factory=list)
     b_ub: list[Fraction] = field(default_factory=list)
-    A_eq: list[list[Fraction]] = field(default_factory=list)
+    A_eq: list = field(default_factory=list)
     b_eq: list[Fraction] = field(default_factory=list)
 
     @property
@@ -53,7 +55,10 @@ class LP:
         if len(self.A_ub) != len(self.b_ub) or len(self.A_eq) != len(self.b_eq):
             raise ValueError("LP: row and right-hand-side counts differ")
         for row in self.A_ub + self.A_eq:
-            if len(row) != n:
+            if isinstance(row, dict):
+                if any(not isinstance(j, int) or isinstance(j, bool) or not 0 <= j < n for j in row):
+                    raise ValueError("LP: a sparse row names a column outside [0, n)")
+            elif len(row) != n:
                 raise ValueError("LP: row length differs from the number of variables")
 
 
@@ -71,14 +76,25 @@ class LPResult:
 # ---------------------------------------------------------------- exact checks (Fraction only)
 
 def _dot(u, v) -> Fraction:
+    """Dot product of two dense vectors."""
     return sum((a * b for a, b in zip(u, v) if a and b), ZERO)
+
+
+def _entries(row):
+    """(column, value) pairs of a dense or sparse row."""
+    return row.items() if isinstance(row, dict) else enumerate(row)
+
+
+def _row_dot(row, x) -> Fraction:
+    """Dot product of a dense or sparse row with a dense vector x."""
+    return sum((a * x[j] for j, a in _entries(row) if a), ZERO)
 
 
 def _At_y(rows, y, n) -> list[Fraction]:
     out = [ZERO] * n
     for row, yi in zip(rows, y):
         if yi:
-            for j, a in enumerate(row):
+            for j, a in _entries(row):
                 if a:
                     out[j] += a * yi
     return out
@@ -88,8 +104,8 @@ def check_primal(lp: LP, x) -> bool:
     """x satisfies every row exactly."""
     if x is None or len(x) != lp.n:
         return False
-    return all(_dot(r, x) <= b for r, b in zip(lp.A_ub, lp.b_ub)) and all(
-        _dot(r, x) == b for r, b in zip(lp.A_eq, lp.b_eq)
+    return all(_row_dot(r, x) <= b for r, b in zip(lp.A_ub, lp.b_ub)) and all(
+        _row_dot(r, x) == b for r, b in zip(lp.A_eq, lp.b_eq)
     )
 
 
@@ -126,8 +142,8 @@ def check_unbounded(lp: LP, x, d) -> bool:
     if not check_primal(lp, x) or d is None or len(d) != lp.n:
         return False
     return (
-        all(_dot(r, d) <= 0 for r in lp.A_ub)
-        and all(_dot(r, d) == 0 for r in lp.A_eq)
+        all(_row_dot(r, d) <= 0 for r in lp.A_ub)
+        and all(_row_dot(r, d) == 0 for r in lp.A_eq)
         and _dot(lp.c, d) < 0
     )
 
@@ -199,10 +215,10 @@ def feasibility(lp: LP, method: str = "auto") -> Feasibility:
     lp.validate()
     n, p, q = lp.n, len(lp.A_ub), len(lp.A_eq)
     one, neg = Fraction(1), Fraction(-1)
-    rows = [list(r) + [neg] for r in lp.A_ub]
-    rows += [list(r) + [neg] for r in lp.A_eq]
-    rows += [[-a for a in r] + [neg] for r in lp.A_eq]
-    rows.append([ZERO] * n + [neg])
+    rows = [{**dict(_entries(r)), n: neg} for r in lp.A_ub]
+    rows += [{**dict(_entries(r)), n: neg} for r in lp.A_eq]
+    rows += [{**{j: -a for j, a in _entries(r)}, n: neg} for r in lp.A_eq]
+    rows.append({n: neg})
     rhs = list(lp.b_ub) + list(lp.b_eq) + [-b for b in lp.b_eq] + [ZERO]
     elastic = LP(c=[ZERO] * n + [one], A_ub=rows, b_ub=rhs)
     res = solve(elastic, method)
@@ -252,22 +268,16 @@ class Builder:
         self.cost = {self.var(k): Fraction(v) for k, v in coefs.items()}
 
     def build(self) -> LP:
+        """The LP with sparse rows (copies of the builder's)."""
         n = len(self.names)
-
-        def dense(d):
-            row = [ZERO] * n
-            for j, v in d.items():
-                row[j] = v
-            return row
-
         c = [ZERO] * n
         for j, v in self.cost.items():
             c[j] = v
         return LP(
             c=c,
-            A_ub=[dense(r) for r in self.ub_rows],
+            A_ub=[dict(r) for r in self.ub_rows],
             b_ub=list(self.ub_rhs),
-            A_eq=[dense(r) for r in self.eq_rows],
+            A_eq=[dict(r) for r in self.eq_rows],
             b_eq=list(self.eq_rhs),
         )
 

@@ -1,7 +1,7 @@
 """Rational scalars and matrices: the one door from binary64, parsing, and exact matrix helpers.
 
 Matrices are lists of rows of ``fractions.Fraction`` (small, easy to audit); FLINT's ``fmpq_mat``
-is used where speed matters (linear solves, rank, rank factorisation) and converts both ways
+is used where speed matters (products, linear solves, rank, rank factorisation) and converts both ways
 exactly.  Proof of the conversions: ``proofs/exact_rationals.md``.
 """
 
@@ -147,8 +147,10 @@ def sub(A, B) -> Matrix:
 
 
 def matmul(A, B) -> Matrix:
-    Bt = list(zip(*B))
-    return [[sum((a * b for a, b in zip(row, col)), Fraction(0)) for col in Bt] for row in A]
+    """The exact product (FLINT ``fmpq_mat`` multiplication, converted both ways exactly)."""
+    if not A or not B or not B[0]:
+        return [[Fraction(0)] * (len(B[0]) if B else 0) for _ in A]
+    return from_fmpq_mat(to_fmpq_mat(A) * to_fmpq_mat(B))
 
 
 def matvec(A, v) -> list[Fraction]:

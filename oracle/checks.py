@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from softrank.exact.rational import matmul, transpose
 from softrank.oracle.branch_checks import check_branch
 from softrank.oracle.check_basics import (
     ZERO,
@@ -61,7 +62,7 @@ def check_witness(A, eps, k, klass, cert) -> bool:
     r = len(X[0]) if m else 0
     if any(len(row) != r for row in X) or any(len(row) != r for row in Y) or r > k:
         return False
-    B = [[dot(X[i], Y[j]) for j in range(N)] for i in range(m)]
+    B = matmul(X, transpose(Y)) if r else [[ZERO] * N for _ in range(m)]
     if any(l1([a - b for a, b in zip(A[i], B[i])]) > eps for i in range(m)):
         return False
     return klass != "stochastic" or (all(b >= 0 for row in B for b in row)

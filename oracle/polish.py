@@ -46,14 +46,19 @@ def _fit_lp(A, fixed, unknown_rows: bool, k, klass):
 
 
 def _optimum(b, method):
-    """x and value of an optimum: HiGHS's exact basis point when it proposes one, else the exact LP."""
+    """x and value of an optimum: HiGHS's exact basis point, under each of its settings in turn,
+    when one is feasible; else (None, None): this is a search, and the exact simplex from scratch
+    can take hours on these LPs (seen on a 10 x 10 cell), so it runs only when asked for
+    (``method="simplex"``)."""
     lp = b.build()
-    if method != "simplex":
-        prop = highs.solve_via_basis(lp)
+    if method == "simplex":
+        res = xlp.solve(lp, method)
+        return (res.x, res.value) if res.status == "optimal" else (None, None)
+    for attempt in range(highs.ATTEMPTS):
+        prop = highs.solve_via_basis(lp, attempt)
         if prop is not None and prop.status == "optimal" and xlp.check_primal(lp, prop.x):
             return prop.x, prop.value
-    res = xlp.solve(lp, method)
-    return (res.x, res.value) if res.status == "optimal" else (None, None)
+    return None, None
 
 
 def _step(A, fixed, unknown_rows, k, klass, method):

@@ -61,9 +61,9 @@ OPTION_SETS = (
 ATTEMPTS = len(OPTION_SETS)
 
 
-def _float_solve(lp, options=None):
-    """Run HiGHS in binary64 with ``options`` (default: dual simplex, default tolerances); return
-    (col_basic, row_basic) of an optimal basis, or None."""
+def _run(lp, options=None):
+    """HiGHS run in binary64 on ``lp`` with ``options`` (default: simplex, default tolerances);
+    the ``Highs`` object if it reports an optimum, else None."""
     n, p, q = lp.n, len(lp.A_ub), len(lp.A_eq)
     inf = _hs.kHighsInf
     cols: list[list[tuple[int, float]]] = [[] for _ in range(n)]
@@ -95,8 +95,25 @@ def _float_solve(lp, options=None):
         h.setOptionValue(key, value)
     h.passModel(model)
     h.run()
-    status = h.getModelStatus()
-    if status != _hs.HighsModelStatus.kOptimal:
+    return h if h.getModelStatus() == _hs.HighsModelStatus.kOptimal else None
+
+
+def float_solution(lp, options=None):
+    """An optimal point of ``lp`` in binary64 (a numpy vector), or None: a proposal only, for
+    searches whose result the core re-checks exactly (``softrank.oracle.decoder``)."""
+    if _hs is None or lp.n == 0:
+        return None
+    try:
+        h = _run(lp, options)
+    except Exception:  # pragma: no cover - a HiGHS failure only means no proposal
+        return None
+    return None if h is None else np.array(h.getSolution().col_value, dtype=float)
+
+
+def _float_solve(lp, options=None):
+    """(col_basic, row_basic) of an optimal basis from ``_run``, or None."""
+    h = _run(lp, options)
+    if h is None:
         return None
     basis = h.getBasis()
     if not basis.valid:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from softrank.exact.rational import rank
-from softrank.oracle import corank
+from softrank.oracle import corank, decoder
 from softrank.oracle import reductions as red
 from softrank.oracle.threshold_checks import check_threshold
 
@@ -30,6 +30,7 @@ class CellCache:
         self.rank = rank(A)
         self.m, self.N = len(A), len(A[0])
         self.thresholds: dict = {}  # name -> threshold certificate
+        self.decoders: dict = {}  # eps -> decoder certificate (or None)
         self.stats = stats if stats is not None else {"lps": 0}
 
     def threshold(self, name):
@@ -51,6 +52,12 @@ class CellCache:
                 raise CertificateRejected(f"threshold certificate {name} does not re-check")
             self.thresholds[name] = t
         return self.thresholds[name]
+
+    def decoder(self, eps):
+        """The greedy decoder of ``softrank.oracle.decoder`` at eps (searched once per eps), or None."""
+        if eps not in self.decoders:
+            self.decoders[eps] = decoder.search(self.A, eps)
+        return self.decoders[eps]
 
     def corank_route(self, k):
         """'kernel' (N LPs) or 'cokernel' (2^(m-1) LPs) for k = N-1 / m-1, the cheaper one; the

@@ -25,6 +25,8 @@ branch-and-bound       no B of rank <= k (every factor box of     proofs/oracle_
                        every pivot column set refuted)
 nerve-cycle            no B of rank <= d (a mod-2 cycle of        proofs/oracle_nerve_cycle.md
                        signed row simplices, odd alternating)
+decoder                no B of rank < p (p rows and a W with the  proofs/lemma_D_contractive_decoder.md
+                       Lemma D sum below 1)
 =====================  ========================================  ===============================
 
 An impossibility for the unrestricted class is one for the stochastic class too (fewer
@@ -37,6 +39,7 @@ from fractions import Fraction
 
 from softrank.exact.rational import matmul, transpose
 from softrank.oracle.branch_checks import check_branch
+from softrank.oracle.decoder_checks import check_decoder
 from softrank.oracle.check_basics import (
     ZERO,
     as_matrix,
@@ -253,6 +256,7 @@ _IMPOSSIBLE = {
     "submatrix": (_submatrix, None, BOTH),
     "branch-and-bound": (check_branch, lambda m, N: N - 1, BOTH),
     "nerve-cycle": (check_nerve_cycle, lambda m, N: m - 1, BOTH),
+    "decoder": (check_decoder, lambda m, N: m - 1, BOTH),
 }
 
 

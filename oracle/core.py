@@ -34,6 +34,7 @@ PROOF = {
     "k=m-1 stochastic": "proofs/oracle_radon_stochastic.md",
     "submatrix": "proofs/oracle_submatrix.md",
     "nerve-cycle": "proofs/oracle_nerve_cycle.md",
+    "decoder": "proofs/lemma_D_contractive_decoder.md",
     "branch-and-bound": "proofs/oracle_branch_bound.md",
     "stochastic rows": "proofs/oracle_stochastic_rows.md",
     "witness": "proofs/oracle_witness.md",
@@ -113,7 +114,8 @@ def _witness_arg(witness, A):
 
 
 def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method="auto", prune=True,
-           cache: CellCache | None = None, subcells=True, search_budget=None, nerves=True) -> Verdict:
+           cache: CellCache | None = None, subcells=True, search_budget=None, nerves=True,
+           decoders=True) -> Verdict:
     """Exact verdict for the cell (A, eps, k, klass), with a re-checked certificate.
 
     ``A``: list of rows of Fraction / int / "p/q" strings, or an ``fmpq_mat``.  ``eps`` > 0.
@@ -122,7 +124,8 @@ def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method
     ``method``: LP route, "auto" | "highs" | "simplex" (see ``softrank.exact.lp.solve``).
     ``prune``: depth-first pruning of sign patterns at k = 1 (unrestricted).
     ``subcells``: try the lower bounds of sub-cells (``softrank.oracle.submatrix``) before
-    answering outside-scope.  ``nerves``: then a mod-2 cycle of signed row simplices
+    answering outside-scope.  ``decoders``: a contractive decoder of more than k rows
+    (``softrank.oracle.decoder``, Lemma D), tried right after the direct reductions.  ``nerves``: then a mod-2 cycle of signed row simplices
     (``softrank.oracle.nerve``; at most 12 rows).  ``search_budget``: seconds for the branch and
     bound over factor boxes (``softrank.oracle.branch``), tried last; None or 0: not tried.
     """
@@ -136,25 +139,29 @@ def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method
     out = routes.direct(A, eps, k, klass, cell)
     if out is not None:
         return _finish(A, eps, k, klass, *out)
+    if decoders and k < cell.m:
+        cert = cell.decoder(eps)
+        if cert is not None and len(cert["rows"]) > k:
+            return _finish(A, eps, k, klass, "impossible", cert, "decoder")
     if search:
         found = wit.search(A, eps, k, klass, cell.method)
         if found is not None:
             X, Y = found
             cert = red.witness_certificate(X, Y, construction="fixed row space (witness search)")
             return _finish(A, eps, k, klass, "feasible", cert, "witness")
+    if search:
+        found = wit.search_polished(A, eps, k, klass, cell.method)
+        if found is not None:
+            cert = red.witness_certificate(*found, construction="alternating fits (witness search)")
+            return _finish(A, eps, k, klass, "feasible", cert, "witness")
     if subcells:
-        cert = submatrix.lower_bound(A, eps, k, klass, cell)
+        cert = submatrix.lower_bound(A, eps, k, klass, cell, decoders)
         if cert is not None:
-            return _finish(A, eps, k, klass, "impossible", cert, "submatrix")
+            return _finish(A, eps, k, klass, "impossible", cert, cert["kind"])
     if nerves:
         cert = nerve.lower_bound(A, eps, k, klass, cell)
         if cert is not None:
             return _finish(A, eps, k, klass, "impossible", cert, "nerve-cycle")
-    if search:
-        found = wit.search_polished(A, eps, k, klass, cell.method)
-        if found is not None:
-            cert = red.witness_certificate(*found, construction="alternating exact fits (witness search)")
-            return _finish(A, eps, k, klass, "feasible", cert, "witness")
     if search_budget:
         out = branch.decide(A, eps, k, klass, cell, search_budget)
         if out is not None:
@@ -205,12 +212,17 @@ class Profile:
         return out
 
 
-def thresholds(A, klass="unrestricted", method="auto", cache: CellCache | None = None):
+EAGER_ORTHANT_ROWS = 7  # profile: k = m - 1 by its 2^(m-1) orthant LPs up front only up to 7 rows (64 LPs)
+
+
+def thresholds(A, klass="unrestricted", method="auto", cache: CellCache | None = None, lazy_orthants=False):
     """Exact thresholds eps*_k (least eps at which rank k is feasible) where the oracle has them.
 
     Unrestricted: k = 0 (||A||_inf), k = N - 1 (kernel LPs), k = m - 1 (cokernel LPs), and
     0 for k >= rank A.  Stochastic: k = 1 (one LP) and, for k >= min(m, N), the largest row
-    distance to the simplex.  Returns (dict k -> Fraction, dict k -> certificate)."""
+    distance to the simplex.  Returns (dict k -> Fraction, dict k -> certificate).
+    ``lazy_orthants``: the cokernel threshold of more than ``EAGER_ORTHANT_ROWS`` rows only if
+    ``cache`` already holds it (a profile that never reaches k = m - 1 does not pay 2^(m-1) LPs)."""
     A = as_matrix(A)
     cell = cache if cache is not None and cache.A == A else CellCache(A, method)
     m, N, r = cell.m, cell.N, cell.rank
@@ -235,6 +247,8 @@ def thresholds(A, klass="unrestricted", method="auto", cache: CellCache | None =
                 put(k, zero)
             else:
                 route = cell.corank_route(k)
+                if route == "cokernel" and lazy_orthants and m > EAGER_ORTHANT_ROWS and route not in cell.thresholds:
+                    continue
                 if route:
                     put(k, cell.threshold(route))
     else:
@@ -245,7 +259,7 @@ def thresholds(A, klass="unrestricted", method="auto", cache: CellCache | None =
 
 
 def profile(A, eps, klass="unrestricted", *, method="auto", prune=True, search=True, subcells=True,
-            search_budget=None, nerves=True, on_decision=None) -> Profile:
+            search_budget=None, nerves=True, decoders=True, on_decision=None) -> Profile:
     """The exact bracket on r_eps(A) in the class, with the decisions that prove it (every route
     of ``decide``; ``search_budget`` seconds of branch and bound for each k nothing else decides).
     ``on_decision(decision)`` is called after each rank is decided (progress; optional).
@@ -255,13 +269,12 @@ def profile(A, eps, klass="unrestricted", *, method="auto", prune=True, search=T
     the simplex have no competitor at all: lower = upper = rank = None and a note says so."""
     A, eps, _, klass = _cell(A, eps, 0, klass)
     cell = CellCache(A, method, prune)
-    vals, certs = thresholds(A, klass, method, cell)
     decisions = []
     top = cell.rank if klass == "unrestricted" else min(cell.m, cell.N)
     upper = None
     for k in range(top + 1):
         d = decide(A, eps, k, klass, search=search, method=method, prune=prune, cache=cell, subcells=subcells,
-                   search_budget=search_budget, nerves=nerves)
+                   search_budget=search_budget, nerves=nerves, decoders=decoders)
         decisions.append(d)
         if on_decision is not None:
             on_decision(d)
@@ -269,10 +282,12 @@ def profile(A, eps, klass="unrestricted", *, method="auto", prune=True, search=T
             upper = k
             break
         if d.verdict == "impossible" and d.certificate.get("kind") == "row-simplex-distance":
+            vals, certs = thresholds(A, klass, method, cell, lazy_orthants=True)
             return Profile(None, None, None, vals, klass, eps, decisions, certs,
                            note="no stochastic matrix lies within eps of A (some row is too far from the simplex)")
     if upper is None:  # pragma: no cover - k = rank (unrestricted) / min(m, N) (stochastic) decides
         raise CertificateRejected("no feasible rank found up to the top rank")
+    vals, certs = thresholds(A, klass, method, cell, lazy_orthants=True)
     impossible = [d.k for d in decisions if d.verdict == "impossible"]
     lower = max(impossible) + 1 if impossible else 0
     # consistency with the thresholds (both exact): eps*_k <= eps iff feasible at k

@@ -1,11 +1,13 @@
-"""Alternating exact fits for the witness search (untrusted: only proposes a witness).
+"""Alternating fits for the witness search (untrusted: only proposes a witness).
 
 From a row space V (k x N), alternate two LPs: the factor X minimising max_i ||a_i - x_i V||_1
 with V fixed, then V minimising it with X fixed (in the stochastic class both keep X V >= 0
-with unit row sums).  Each factor is rounded to small denominators before the next step, so the
-numbers stay short (in the stochastic class only V is rounded: a rounded X would leave no V with
-unit row sums).  A pair whose exact error is <= eps is a witness candidate; ``decide``
-re-checks it exactly (proofs/oracle_witness.md), so nothing here needs to be right.
+with unit row sums).  With HiGHS both LPs are solved in binary64 and each factor is rounded to
+small denominators before the next step (in the stochastic class X is passed at its exact
+binary64 value: a rounded X would leave no V with unit row sums); a V whose binary64 fit is
+within eps goes to the exact row fits of ``softrank.oracle.witness``.  With ``method="simplex"``
+both LPs are solved exactly.  A pair whose exact error is <= eps is a witness candidate;
+``decide`` re-checks it exactly (proofs/oracle_witness.md), so nothing here needs to be right.
 """
 
 from __future__ import annotations
@@ -84,8 +86,67 @@ def _round(M, den):
     return [[x.limit_denominator(den) for x in row] for row in M]
 
 
+def _float_factor(A, fixed, unknown_rows, k, klass):
+    """The binary64 optimum of the fit LP (HiGHS's point, a proposal only) as a list of rows, and
+    its binary64 value; (None, None) when HiGHS gives none."""
+    m, N = len(A), len(A[0])
+    b = _fit_lp(A, fixed, unknown_rows, k, klass)
+    x = highs.float_solution(b.build())
+    if x is None:
+        return None, None
+    names = b.names
+    shape = (m, k) if unknown_rows else (k, N)
+    F = [[float(x[names[("f", r, c)]]) if ("f", r, c) in names else 0.0 for c in range(shape[1])]
+         for r in range(shape[0])]
+    return F, float(x[names["tau"]])
+
+
+def _rounded(F, den):
+    """Rationals near the binary64 entries of F (their exact values when ``den`` is None)."""
+    return [[Fraction(v) if den is None else Fraction(v).limit_denominator(den) for v in row] for row in F]
+
+
 def polish(A, eps, klass, V, method="auto", rounds=6, den=1 << 16):
-    """(X, V) with max_i ||a_i - x_i V||_1 <= eps found by alternating fits from V, or None."""
+    """(X, V) with max_i ||a_i - x_i V||_1 <= eps found by alternating fits from V, or None.
+
+    With HiGHS (``method`` "auto" or "highs") both fits are binary64 LPs and only a promising V
+    (its binary64 fit within eps + 1e-9) goes to the exact row fits of
+    ``softrank.oracle.witness.fit_row_space``, and a promising V-step to one exact LP: exact LPs
+    only where a witness is in sight instead of two over all the entries per round (minutes on a
+    30 x 30 cell).  ``method="simplex"`` alternates exact
+    optima as before."""
+    if method == "simplex" or not highs.available():
+        return _polish_exact(A, eps, klass, V, method, rounds, den)
+    from softrank.oracle.witness import fit_row_space
+
+    k = len(V)
+    for _ in range(rounds):
+        Xf, tau = _float_factor(A, V, True, k, klass)
+        if Xf is None:
+            return None
+        if tau <= eps + 1e-9:
+            X = fit_row_space(A, V, eps, klass, method)
+            if X is not None:
+                return X, V
+        # stochastic: X unrounded, so that some V keeps X V 1 = 1 (within HiGHS's tolerance)
+        X = _rounded(Xf, None if klass == "stochastic" else den)
+        Vf, tau = _float_factor(A, X, False, k, klass)
+        if Vf is None:
+            return None
+        if tau <= eps + 1e-9:  # promising: the exact optimum for this X (one exact LP)
+            V, tau = _step(A, X, False, k, klass, method)
+            if V is not None and tau <= eps:
+                return X, V
+        V = _rounded(Vf, den)
+    Xf, tau = _float_factor(A, V, True, k, klass)
+    if Xf is not None and tau <= eps + 1e-9:
+        X = fit_row_space(A, V, eps, klass, method)
+        if X is not None:
+            return X, V
+    return None
+
+
+def _polish_exact(A, eps, klass, V, method, rounds, den):
     k = len(V)
     for _ in range(rounds):
         X, tau = _step(A, V, True, k, klass, method)

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import itertools
 
-from softrank.oracle import routes
+from softrank.exact.rational import fmt_mat
+from softrank.advisors import highs
+from softrank.oracle import corank, decoder, routes
 from softrank.oracle.subcell_checks import subcell
 
 MAX_SUBCELLS = 60
@@ -51,14 +53,43 @@ def candidates(m, N, k, klass):
             yield all_rows, groups, "unrestricted"
 
 
-def lower_bound(A, eps, k, klass, cell):
-    """A ``submatrix`` certificate of impossibility at rank k, or None (also once the sub-cells
-    tried have used ``MAX_LPS`` LPs: 60 sub-cells of 13 rows, each 4,096 orthant LPs, took ~20 min)."""
+def _orthants_above(sub, eps, stats) -> bool:
+    """False when some orthant LP of the cokernel threshold (``softrank.oracle.corank``) has a
+    binary64 value below eps (the sub-cell is then feasible at its k = m' - 1 up to rounding: not
+    worth its exact LPs); True otherwise, or when HiGHS is not there to screen."""
+    if not highs.available():
+        return True
+    m = len(sub)
+    for tail in itertools.product((1, -1), repeat=m - 1):
+        lp = corank._cokernel_lp(sub, (1,) + tail).build()
+        stats["lps"] = stats.get("lps", 0) + 1
+        x = highs.float_solution(lp)
+        if x is not None and float(sum(float(c) * v for c, v in zip(lp.c, x))) < float(eps) - 1e-9:
+            return False
+    return True
+
+
+def lower_bound(A, eps, k, klass, cell, decoders=True):
+    """A ``submatrix`` certificate of impossibility at rank k (or a ``decoder`` one, for a row
+    sub-cell in the unrestricted class), or None (also once the sub-cells tried have used
+    ``MAX_LPS`` LPs: 60 sub-cells of 13 rows, each 4,096 orthant LPs, took ~20 min).
+    ``decoders=False``: no decoder certificates (the orthant LPs only)."""
     start = cell.stats.get("lps", 0)
     for rows, groups, inner in itertools.islice(candidates(cell.m, cell.N, k, klass), MAX_SUBCELLS):
         if cell.stats.get("lps", 0) - start >= MAX_LPS:
             return None
         sub = subcell(A, rows, groups)
+        if inner == "unrestricted" and len(rows) < cell.m and len(groups) == cell.N:
+            # k + 1 rows, every column: a decoder on these rows (one binary64 LP) proves the same
+            # impossibility as the sub-cell's 2^k exact orthant LPs when it exists (it need not:
+            # the orthant LPs are the stronger test); else the orthants are screened in binary64
+            # and the exact ones run only when no orthant is seen below eps
+            cell.stats["lps"] = cell.stats.get("lps", 0) + 1
+            found = decoder.best_w(A, eps, rows) if decoders else None
+            if found is not None:
+                return {"kind": "decoder", "rows": rows, "W": fmt_mat(found[0])}
+            if not _orthants_above(sub, eps, cell.stats):
+                continue
         out = routes.direct(sub, eps, k, inner, cell.sub(sub))
         if out is not None and out[0] == "impossible":
             return {"kind": "submatrix", "rows": rows, "columns": groups, "class": inner,

@@ -58,8 +58,9 @@ def test_outside_scope_and_bracket(tmp_path, capsys):
     rows[0][1] = "1/3"
     path.write_text(json.dumps(rows))
     out = run_json(capsys, path, "--eps", "1/10", "--rank", "2", "--json", "--no-search")
-    # k = 2 on 5 x 5 has no direct reduction; a 3 x 3 sub-cell (a near-identity) proves it impossible
-    assert out["verdict"] == "impossible" and out["certificate"]["kind"] == "submatrix"
+    # k = 2 on 5 x 5 has no direct reduction; a decoder on rows of the near-identity proves it impossible
+    assert out["verdict"] == "impossible" and out["certificate"]["kind"] == "decoder"
+    assert out["proof"] == "proofs/lemma_D_contractive_decoder.md" and out["recheck"] is True
     out = run_json(capsys, path, "--eps", "1/10", "--profile", "--json", "--no-search")
     assert out["lower"] <= out["upper"]
     if out["lower"] != out["upper"]:

@@ -60,11 +60,11 @@ def test_agrees_with_the_direct_reductions_large():
 def test_decide_uses_it_only_with_a_budget():
     assert decide(I3, F(1, 2), 1, search=False, subcells=False).reduction == "k=1 unrestricted"
     I4 = [[F(int(i == j)) for j in range(4)] for i in range(4)]
-    v = decide(I4, F(1, 2), 2, search=False, subcells=False, nerves=False)
+    v = decide(I4, F(1, 2), 2, search=False, subcells=False, nerves=False, decoders=False)
     assert v.verdict == "outside-scope"
-    v = decide(I4, F(1, 2), 2, search=False, subcells=False, nerves=False, search_budget=1e-9)
+    v = decide(I4, F(1, 2), 2, search=False, subcells=False, nerves=False, decoders=False, search_budget=1e-9)
     assert v.verdict == "outside-scope" and "budget" in v.note
-    v = decide(I4, F(1, 2), 2, search=False, subcells=False, nerves=False, search_budget=60)
+    v = decide(I4, F(1, 2), 2, search=False, subcells=False, nerves=False, decoders=False, search_budget=60)
     assert v.verdict == "impossible" and v.reduction == "branch-and-bound" and v.rechecked
 
 

@@ -35,14 +35,22 @@ def cases():
         ("radon-separation", ID3, F(1, 2), 2, "stochastic", "impossible"),
         ("submatrix", ID4, F(1, 2), 2, "unrestricted", "impossible"),
         ("submatrix-stochastic", ID4, F(1, 2), 2, "stochastic", "impossible"),
+        ("decoder", DUP, F(1, 2), 3, "unrestricted", "impossible"),
+        ("decoder-stochastic", DUP, F(1, 2), 3, "stochastic", "impossible"),
     ]
+
+
+# four unit rows and two averages of them, six columns: k = 3 has no direct reduction
+DUP = Q([[1, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0], [0, 0, 1, 0, 0, 0], [0, 0, 0, 1, 0, 0],
+         [F(1, 2), F(1, 2), 0, 0, 0, 0], [0, 0, F(1, 2), F(1, 2), 0, 0]])
 
 
 @pytest.mark.parametrize("case", cases(), ids=lambda c: c[0])
 def test_genuine_certificate_rechecks_and_tampering_fails(case):
-    _name, A, eps, k, klass, verdict = case
-    v = decide(A, eps, k, klass)
+    name, A, eps, k, klass, verdict = case
+    v = decide(A, eps, k, klass, decoders=not name.startswith("submatrix"))
     assert v.verdict == verdict and v.recheck()
+    assert (v.certificate["kind"] == "decoder") == name.startswith("decoder")
     cert = v.certificate
     # 1. sharpness: the certificate proves its inequality for eps below its own bound, not at it
     bound = _certified_bound(A, cert)
@@ -162,6 +170,12 @@ def _certified_bound(A, cert):
     if kind == "rank1-stochastic-dual":
         n, d = rc.rank1_stochastic_bound(A, [[F(x) for x in r] for r in cert["lambda"]])
         return n / d
+    if kind == "decoder":  # the sum reaches 1 at eps = (1 - residual) / max_j ||W_j||_1
+        from softrank.oracle.decoder_checks import decoder_value
+
+        W = [[F(x) for x in r] for r in cert["W"]]
+        residual = decoder_value(A, F(0), cert["rows"], W)
+        return (1 - residual) / max(sum(abs(x) for x in r) for r in W)
     return None
 
 

@@ -28,3 +28,25 @@ def test_without_a_feasible_highs_point_the_search_gives_up_instead_of_running_t
     assert tries == list(range(highs.ATTEMPTS)) and simplex_calls == []
     X, tau = polish.best_factor(A, V, method="simplex")
     assert tau == 0 and simplex_calls == ["simplex"]
+
+
+def test_float_alternation_returns_an_exact_witness():
+    """From a poor row space, the binary64 alternating fits reach a V whose exact row fits give
+    ||A - X V||_inf <= eps, checked here in Fractions; ``method="simplex"`` stays exact."""
+    import random
+
+    rng = random.Random(5)
+    n = 6
+    A = []
+    for _ in range(n):
+        w = [rng.randint(1, 30) for _ in range(n)]
+        A.append([F(x, sum(w)) for x in w])
+    eps = F(1, 2)
+    V0 = [[F(1)] * n, [F(int(j % 2)) for j in range(n)]]
+    found = polish.polish(A, eps, "unrestricted", V0)
+    assert found is not None
+    X, V = found
+    for a, x in zip(A, X):
+        b = [sum((x[t] * V[t][j] for t in range(len(V))), F(0)) for j in range(n)]
+        assert sum(abs(p - q) for p, q in zip(a, b)) <= eps
+    assert polish.polish(A, F(0), "unrestricted", V0) is None  # rank 2 cannot be exact here

@@ -172,16 +172,16 @@ def test_stochastic_k_m_minus_1_by_splits():
 def test_user_witness_and_outside_scope():
     rng = random.Random(11)
     A = stochastic(rng, 5, 5)
-    v = decide(A, F(1, 20), 2, search=False, subcells=False, nerves=False)
+    v = decide(A, F(1, 20), 2, search=False, subcells=False, nerves=False, decoders=False)
     assert v.verdict == "outside-scope" and v.certificate is None and v.recheck()
-    v = decide(A, F(1, 20), 2, search=False)  # a 3-row or 3-column sub-cell settles it
+    v = decide(A, F(1, 20), 2, search=False, decoders=False)  # a 3-row or 3-column sub-cell settles it
     assert v.verdict == "impossible" and v.reduction == "submatrix" and v.rechecked
     # B = A with one row replaced: rank of A itself is too large, but a given witness is checked
     B = [row[:] for row in A]
     v = decide(A, F(1, 20), 5, witness=B)
     assert v.verdict == "feasible"
     far = [[F(0)] * 5 for _ in range(5)]
-    v = decide(A, F(1, 20), 2, witness=far, search=False, subcells=False, nerves=False)
+    v = decide(A, F(1, 20), 2, witness=far, search=False, subcells=False, nerves=False, decoders=False)
     assert v.verdict == "outside-scope"
 
 
@@ -229,7 +229,7 @@ def test_orthant_routes_stop_at_thirteen_rows():
         assert cell.splits_route(m - 1) == (expect is not None)
     A = [[F(rng.randint(1, 9), 10) for _ in range(40)] for _ in range(20)]
     t0 = time.perf_counter()
-    v = decide(A, F(1, 4), 19, search=False, subcells=False, nerves=False)
+    v = decide(A, F(1, 4), 19, search=False, subcells=False, nerves=False, decoders=False)
     assert v.verdict == "outside-scope"
     vals, _ = thresholds(A)
     assert 19 not in vals and 0 in vals

@@ -31,7 +31,7 @@ def rand_cell(rng, m, n, stochastic=True):
 
 def test_identity_4x4_at_rank_2_in_both_classes():
     for klass, inner in (("unrestricted", "unrestricted"), ("stochastic", "stochastic")):
-        v = decide(I4, F(1, 2), 2, klass, search=False)
+        v = decide(I4, F(1, 2), 2, klass, search=False, decoders=False)
         assert v.verdict == "impossible" and v.reduction == "submatrix" and v.rechecked
         cert = v.certificate
         assert cert["class"] == inner and len(cert["rows"]) == 3
@@ -82,8 +82,8 @@ def test_subcell_bounds_never_meet_a_witness():
 
 def test_tampered_or_misapplied_subcell_certificates_fail():
     eps = F(1, 2)
-    cert = decide(I4, eps, 2, search=False).certificate
-    st = decide(I4, eps, 2, "stochastic", search=False).certificate
+    cert = decide(I4, eps, 2, search=False, decoders=False).certificate
+    st = decide(I4, eps, 2, "stochastic", search=False, decoders=False).certificate
     assert recheck(I4, eps, 2, "unrestricted", "impossible", cert)
 
     def changed(c, **fields):
@@ -111,7 +111,7 @@ def test_tampered_or_misapplied_subcell_certificates_fail():
 
 def test_nested_subcells_and_a_chain_that_does_not_shrink():
     I5 = [[F(int(i == j)) for j in range(5)] for i in range(5)]
-    inner = decide(I4, F(1, 2), 2, search=False).certificate
+    inner = decide(I4, F(1, 2), 2, search=False, decoders=False).certificate
     nested = {"kind": "submatrix", "rows": [0, 1, 2, 3], "columns": [[0], [1], [2], [3]],
               "class": "unrestricted", "certificate": inner}
     assert recheck(I5, F(1, 2), 2, "unrestricted", "impossible", nested)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 from softrank import __version__
 from softrank.validated.errors import InputError
@@ -93,6 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    # numpy's overflow warnings on huge stored numbers: every check treats the inf / nan it gets as
+    # "not proved" (or a one-line error), so the warning itself is noise on stderr (inherited by
+    # forked workers)
+    warnings.filterwarnings("ignore", message=r"(overflow|invalid value) encountered in", category=RuntimeWarning)
     try:
         return int(_module(COMMANDS[args.command][0]).run(args) or 0)
     except ModuleNotFoundError as err:

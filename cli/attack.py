@@ -15,15 +15,15 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
-from softrank.cli.common import check_count, max_jobs, output_dir, progress
+from softrank.cli.common import check_count, check_not_input, max_jobs, output_dir, path_arg, progress, store_records
 from softrank.validated.errors import InputError
 
 MAX_RESTARTS = 10_000  # restarts per lower end (default 8)
 
 
 def configure(parser) -> None:
-    parser.add_argument("store", help="store folder (records/ + index.csv)")
-    parser.add_argument("--out", default=None, help="output folder (default: STORE/attack)")
+    parser.add_argument("store", type=path_arg, help="store folder (records/ + index.csv)")
+    parser.add_argument("--out", default=None, type=path_arg, help="output folder (default: STORE/attack)")
     parser.add_argument("--restarts", type=int, default=8, help="alternating-l1 restarts per lower end (default 8)")
     parser.add_argument("--jobs", type=int, default=1, help="records attacked in parallel (processes, >= 1)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -52,7 +52,10 @@ def run(args) -> int:
     jobs = check_count(args.jobs, "jobs", maximum=max_jobs())
     restarts = check_count(args.restarts, "restarts", minimum=0, maximum=MAX_RESTARTS)
     folders = [str(f) for f in record_entries(args.store)]  # an entry that is not a folder: one malformed line
-    out = output_dir(args.out or Path(args.store) / "attack")
+    out = Path(args.store) / "attack" if args.out is None else args.out
+    check_not_input(out, inside=[store_records(args.store)], equal=[(args.store, f"the input store {args.store}")],
+                    writes=("attack.csv", "attack.json"))
+    out = output_dir(out)
     rows, errors = [], []
     tasks = [(f, restarts) for f in folders]
     with progress(not args.no_progress and sys.stderr.isatty(), len(tasks), "attack") as update:

@@ -30,6 +30,7 @@ journaled hash too); the store, eps, mode and version must match the journal's.
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -38,7 +39,8 @@ from pathlib import Path
 from typing import Callable
 
 from softrank import __version__
-from softrank.cli.common import Journal, check_count, check_outside, max_jobs, output_dir, parallel_map, parse_tolerances
+from softrank.cli.common import Journal, check_count, check_not_input, max_jobs, output_dir, parallel_map, parse_tolerances
+from softrank.cli.common import path_arg, store_records
 from softrank.cli.common import progress as progress_bar
 from softrank.fastpath.files import write_json
 from softrank.validated.errors import InputError
@@ -46,10 +48,11 @@ from softrank.validated.errors import InputError
 DEFAULT_EPS = "0.15,0.25,0.35"
 JOURNAL = ".partial"
 MANIFEST = "bracket-manifest.json"
+OUTPUTS = ("records", "index.csv", "bracket.csv", MANIFEST, JOURNAL)  # what a run writes into OUT
 
 
 def configure(parser) -> None:
-    parser.add_argument("store", metavar="STORE", help="a SoftRank store (e.g. from softrank extract)")
+    parser.add_argument("store", metavar="STORE", type=path_arg, help="a SoftRank store (e.g. from softrank extract)")
     parser.add_argument("--eps", default=DEFAULT_EPS,
                         help="tolerances, comma separated, each an exact rational: 0.15, 3/20 or 1.5e-1 "
                              f"(default {DEFAULT_EPS})")
@@ -58,7 +61,7 @@ def configure(parser) -> None:
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="bracket on the dask.distributed scheduler at ADDRESS (workers must see STORE and "
                              "OUT at the same paths), or 'local' for a local cluster of --jobs processes")
-    parser.add_argument("--out", default=None, metavar="STORE2", help="write bracketed records here (default: in place)")
+    parser.add_argument("--out", default=None, metavar="STORE2", type=path_arg, help="write bracketed records here (default: in place)")
     parser.add_argument("--resume", action="store_true",
                         help="continue a killed run into the same OUT: records journaled in OUT/.partial are not redone")
     parser.add_argument("--mode", choices=("fast", "full"), default="fast",
@@ -78,10 +81,16 @@ class BracketJob:
 
         self.store, self.mode = Path(store), mode
         self.eps = sorted(tolerances(eps_list).values())
+        if out is not None and os.path.realpath(out) != os.path.realpath(store):  # STORE2 = STORE: in place
+            # never STORE/records (or a folder in it), nor a STORE2 whose records/ or tables would be STORE's
+            check_not_input(out, inside=[store_records(store)], writes=OUTPUTS)
         recover_store(self.store)  # a record a killed writer left in .old-ID-* is put back first
         # InputError if STORE is not a store; an entry that is not a folder is a malformed record (one line)
         self.folders = [str(f) for f in record_entries(self.store)]
-        self.out = output_dir(out) if out else self.store
+        if not self.folders:  # before OUT is touched: an empty run would replace OUT's tables
+            raise InputError(str(store), "records", "no records in this store (nothing to bracket; "
+                                                    "nothing was written)")
+        self.out = output_dir(out) if out is not None else self.store
         self.in_place = self.out.resolve() == self.store.resolve()
         params = {"store": str(self.store.resolve()), "eps": [eps_text(e) for e in self.eps], "mode": mode,
                   "softrank_version": __version__}
@@ -189,9 +198,6 @@ def _execute(job: BracketJob, jobs: int, scheduler, progress: bool, label: str) 
 def run(args) -> int:
     jobs = check_count(args.jobs, "jobs", maximum=max_jobs())
     eps_list = parse_tolerances(args.eps)
-    if args.out:  # checked before any work: a file there, or no way to create it, is an error now
-        check_outside(args.out, Path(args.store) / "records", what="the records of the input store")
-        output_dir(args.out)
     t0 = time.perf_counter()
     job = BracketJob(args.store, args.out, eps_list=eps_list, mode=args.mode, resume=getattr(args, "resume", False))
     rows = _execute(job, jobs, getattr(args, "scheduler", None), not args.no_progress, "bracket")

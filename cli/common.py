@@ -58,13 +58,13 @@ def parse_int_list(text: str | None, field: str, minimum: int | None = 0) -> lis
         part = part.strip()
         if not part:
             continue
-        span = re.fullmatch(r"(\d{1,9})\s*-\s*(\d{1,9})", part)
+        span = re.fullmatch(r"(\d{1,9})\s*-\s*(\d{1,9})", part, re.ASCII)
         if span:
             lo, hi = int(span.group(1)), int(span.group(2))
             if hi - lo >= MAX_LIST:
                 raise InputError("arguments", field, f"span {part!r} longer than {MAX_LIST}")
             out.extend(range(lo, hi + 1))
-        elif re.fullmatch(r"-?\d{1,18}", part):
+        elif re.fullmatch(r"-?\d{1,18}", part, re.ASCII):
             out.append(int(part))
         else:
             raise InputError("arguments", field, f"not an integer list: {text!r}")
@@ -237,8 +237,9 @@ def theorem_records(args, errors: list[str]) -> list:
 
     check_count(args.limit, "limit")
     check_count(args.max_n, "max-n")
-    if args.out:
+    if args.out is not None:  # never inside an input store (a CSV over a record.json or index.csv)
         output_file(args.out)
+        check_not_input(args.out, inside=[(store, f"the input store {store}") for store in args.stores])
     recs = select_records(args.stores, args.records, args.limit, args.max_n, errors=errors)
     if not recs and not errors:
         raise InputError(",".join(args.stores), "records", "no records selected")
@@ -271,6 +272,75 @@ def check_outside(out, folder, field: str = "out", what: str = "the input store"
     if inner != outer and outer in inner.parents:
         raise InputError(str(out), field, f"lies inside {what} {folder} (choose a folder outside it; "
                                           "nothing was written)")
+
+
+def path_arg(text: str) -> str:
+    """argparse ``type=`` of every path option and argument: an empty (or blank) path is refused
+    when the command line is parsed (one line naming the option, exit code 2), never silently
+    replaced by the option's default."""
+    if not str(text).strip():
+        import argparse
+
+        raise argparse.ArgumentTypeError("empty path")
+    return text
+
+
+def value_arg(text: str) -> str:
+    """argparse ``type=`` of a text option whose absence means a default (``--device``): an
+    empty value is refused, never taken for the default."""
+    if not str(text).strip():
+        import argparse
+
+        raise argparse.ArgumentTypeError("empty value")
+    return text
+
+
+# what ``softrank replay`` writes into its folder: the inputs of report, regress and study kappa
+REPLAY_TABLES = ("manifest.json", "replay.parquet", "replay.csv", "verdicts.parquet", "verdicts.csv")
+
+
+def store_records(store) -> tuple:
+    """``(STORE/records, description)`` for ``check_not_input``: nothing may be written into or as it."""
+    from pathlib import Path
+
+    return (Path(store) / "records", f"the records folder of the input store {store}")
+
+
+def replay_tables(folder) -> list[tuple]:
+    """``(FOLDER/NAME, description)`` for each table of a replay folder (``check_not_input``)."""
+    from pathlib import Path
+
+    return [(Path(folder) / name, f"the input table {Path(folder) / name}") for name in REPLAY_TABLES]
+
+
+def check_not_input(out, field: str = "out", *, inside=(), equal=(), writes=()) -> None:
+    """Checked before anything is written: the output ``out`` (a folder or a file) must not be one of
+    the inputs ``inside`` nor lie inside one of them, and must not be one of the inputs ``equal`` (a
+    folder that may hold outputs, such as the store that ``STORE/replay`` lies in).  Each input is
+    ``(path, description)``.  For an output folder, ``writes`` names what the command creates in it
+    (``OUT/NAME``): none of those may be or hold an input.  Links are followed, so a link to an input
+    is that input.  Any of these is an ``InputError`` naming ``out`` and ``field``."""
+    import os
+    from pathlib import Path
+
+    def real(path) -> Path:
+        try:
+            return Path(os.path.realpath(path))
+        except (OSError, RuntimeError, ValueError) as err:
+            raise InputError(str(out), field, f"cannot resolve the path {path}: {err}") from None
+
+    target = real(out)
+    checked = [(real(p), what, True) for p, what in inside] + [(real(p), what, False) for p, what in equal]
+    for path, what, tree in checked:
+        if target == path:
+            raise InputError(str(out), field, f"is {what} (choose another path; nothing was written)")
+        if tree and path in target.parents:
+            raise InputError(str(out), field, f"lies inside {what} (choose a path outside it; nothing was written)")
+        for name in writes:
+            dest = target / name
+            if dest == path or dest in path.parents:
+                raise InputError(str(out), field, f"would write {dest}, which is or holds {what} "
+                                                  "(choose another path; nothing was written)")
 
 
 MAX_INPUT_BYTES = 64 * 2**20  # largest text input file read (matrices, witnesses)

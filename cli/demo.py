@@ -8,7 +8,9 @@ MAX_SIZE = 2048  # m = N; each operator is SVD'd once per tolerance in float64
 
 
 def configure(parser) -> None:
-    parser.add_argument("--out", default="softrank-demo", help="output folder (store/ and replay/ inside)")
+    from softrank.cli.common import path_arg
+
+    parser.add_argument("--out", default="softrank-demo", type=path_arg, help="output folder (store/ and replay/ inside)")
     parser.add_argument("--operators", type=int, default=8, help=f"number of synthetic operators (1 to {MAX_OPERATORS})")
     parser.add_argument("--size", type=int, default=96, help=f"m = N of each operator (2 to {MAX_SIZE})")
     parser.add_argument("--seed", type=int, default=0, help="random seed, >= 0")

@@ -15,7 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from softrank.cli.common import check_device, output_dir, parse_int_list, progress
+from softrank.cli.common import check_count, check_device, output_dir, parse_int_list, path_arg, progress, value_arg
 from softrank.fastpath.extract import DEFAULT_THREADS
 
 
@@ -23,7 +23,7 @@ def configure(parser) -> None:
     parser.add_argument("--model", required=True,
                         help="minilm, smollm2, a local checkpoint folder / .gguf file, or a Hugging Face id "
                              "already in the local cache (offline)")
-    parser.add_argument("--out", required=True, metavar="STORE", help="store folder (created if absent)")
+    parser.add_argument("--out", required=True, metavar="STORE", type=path_arg, help="store folder (created if absent)")
     parser.add_argument("--sources", type=int, default=None,
                         help="number of passages (stdlib documentation) or images (vision models)")
     parser.add_argument("--seed", type=int, default=None, help="selection seed (sources, layers, heads)")
@@ -35,12 +35,12 @@ def configure(parser) -> None:
     parser.add_argument("--heads", default=None, help="heads to use, e.g. 0-3 (default all)")
     parser.add_argument("--max-operators", type=int, default=None, dest="max_operators",
                         help="at most this many operators, spread over sources, layers and heads")
-    parser.add_argument("--text-file", action="append", default=None, dest="text_files", metavar="PATH",
+    parser.add_argument("--text-file", action="append", default=None, dest="text_files", metavar="PATH", type=path_arg,
                         help="use this text file as a source instead of the stdlib passages (repeatable)")
-    parser.add_argument("--image-file", action="append", default=None, dest="image_files", metavar="PATH",
+    parser.add_argument("--image-file", action="append", default=None, dest="image_files", metavar="PATH", type=path_arg,
                         help="use this image as a source for a vision model (PNG, PPM/PGM; any format with "
                              "Pillow) instead of the synthetic images (repeatable)")
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    parser.add_argument("--device", default=None, type=value_arg, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--threads", type=int, default=None,
                         help=f"torch CPU threads during extraction (default {DEFAULT_THREADS})")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -89,6 +89,7 @@ def run(args) -> int:
     from softrank.fastpath.extract import extract_to_store
 
     check_device(args.device)
+    check_count(args.seed, "seed", minimum=0)
     output_dir(args.out)
     texts = _texts(args.text_files)
     options = {"sources": args.sources, "seed": args.seed, "tokens": args.tokens,

@@ -25,18 +25,18 @@ import sys
 
 import numpy as np
 
-from softrank.cli.common import (RECORD_FAILURES, json_text, max_or_none, median_or_none, parse_int_list,
+from softrank.cli.common import (RECORD_FAILURES, json_text, max_or_none, median_or_none, parse_int_list, path_arg,
                                  record_failure, shown_number, theorem_records)
 
 
 def configure(parser) -> None:
-    parser.add_argument("stores", nargs="+", metavar="STORE")
+    parser.add_argument("stores", nargs="+", metavar="STORE", type=path_arg)
     parser.add_argument("--rank", default="8", help="rank r of T, or a comma list cycled over records (default 8)")
     parser.add_argument("--records", default=None, help="comma-separated record ids (default all)")
     parser.add_argument("--limit", type=int, default=None, help="at most this many records per store")
     parser.add_argument("--max-n", type=int, default=None, dest="max_n", help="skip operators wider than this")
     parser.add_argument("--json", action="store_true", help="print one JSON object (summary and rows)")
-    parser.add_argument("--out", default=None, metavar="CSV", help="write one row per record to this CSV file")
+    parser.add_argument("--out", default=None, metavar="CSV", type=path_arg, help="write one row per record to this CSV file")
 
 
 def run(args) -> int:

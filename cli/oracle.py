@@ -19,6 +19,7 @@ from softrank.cli.common import (
     load_json_text,
     parse_count,
     parse_eps_exact,
+    path_arg,
     read_text_file,
 )
 from softrank.validated.errors import InputError
@@ -29,7 +30,7 @@ def configure(parser) -> None:
     # (argparse's own matcher knows -1 and -0.5 but not -1/4 or -1e-3)
     if hasattr(parser, "_negative_number_matcher"):
         parser._negative_number_matcher = re.compile(r"^-(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?(/\d+)?$")
-    parser.add_argument("matrix", help="JSON file: a list of rows of integers or rational strings")
+    parser.add_argument("matrix", type=path_arg, help="JSON file: a list of rows of integers or rational strings")
     parser.add_argument("--eps", required=True, help="tolerance, a rational in (0, 1) such as 1/4 or 0.25")
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--rank", type=str, help="rank budget k >= 0: decide the cell")
@@ -37,7 +38,7 @@ def configure(parser) -> None:
     parser.add_argument("--class", dest="klass", default="unrestricted", choices=["unrestricted", "stochastic"],
                         help="competitor class (default unrestricted)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--witness", help="JSON file with a candidate B (list of rows) to re-check exactly")
+    parser.add_argument("--witness", type=path_arg, help="JSON file with a candidate B (list of rows) to re-check exactly")
     parser.add_argument("--no-search", action="store_true", help="do not search for witnesses outside the reductions")
     parser.add_argument("--lp", default="auto", choices=["auto", "highs", "simplex"],
                         help="LP route (every route's certificate is checked exactly)")
@@ -100,13 +101,23 @@ def progress_line():
 
 
 def run(args) -> int:
+    from softrank.exact.rational import TooLongForText
+
+    try:
+        return _run(args)
+    except TooLongForText as err:
+        raise InputError(args.matrix, "entries", f"exact arithmetic on these entries reaches {err}; "
+                                                 "use entries with fewer digits") from None
+
+
+def _run(args) -> int:
     from softrank.exact.rational import fmt
     from softrank.oracle import decide, profile
 
     eps = parse_eps_exact(args.eps)
     k = parse_count(args.rank, "rank", minimum=0) if args.rank is not None else None
     A = read_matrix(args.matrix)
-    witness = read_matrix(args.witness) if args.witness else None
+    witness = read_matrix(args.witness) if args.witness is not None else None
     budget = parse_budget(args.search_budget)
     if witness is not None and (len(witness), len(witness[0])) != (len(A), len(A[0])):
         raise InputError(args.witness, "witness", f"shape {len(witness)} x {len(witness[0])} differs from the "

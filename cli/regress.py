@@ -33,8 +33,9 @@ import pyarrow.parquet as pq
 
 from softrank.cli.common import check_count
 from softrank.cli.tables import write_table
-from softrank.cli.common import output_dir, output_file
+from softrank.cli.common import check_not_input, output_dir, output_file, path_arg, replay_tables
 from softrank.cli.replay_tables import eps_fraction
+from softrank.fastpath.replay_table import REQUIRED, check_table_rows, read_replay_table  # noqa: F401
 from softrank.validated.errors import InputError
 
 VERDICTS = ("feasible", "impossible", "unresolved")
@@ -42,67 +43,26 @@ FROM = VERDICTS + ("none",)
 
 
 def configure(parser) -> None:
-    parser.add_argument("replay_dir", help="folder with replay.parquet and verdicts.parquet (softrank replay --out)")
-    parser.add_argument("--out", default=None, help="output folder (default: REPLAY_DIR/regress)")
+    parser.add_argument("replay_dir", type=path_arg, help="folder with replay.parquet and verdicts.parquet (softrank replay --out)")
+    parser.add_argument("--out", default=None, type=path_arg, help="output folder (default: REPLAY_DIR/regress)")
     parser.add_argument("--max-list", type=int, default=40, help="failures printed, >= 0 (all are saved)")
-    parser.add_argument("--against", default=None, metavar="BASELINE",
+    parser.add_argument("--against", default=None, metavar="BASELINE", type=path_arg,
                         help="a replay folder or a baseline JSON: print every changed verdict or bracket, exit 1 on any")
-    parser.add_argument("--write-baseline", default=None, metavar="FILE.json",
+    parser.add_argument("--write-baseline", default=None, metavar="FILE.json", type=path_arg,
                         help="write this replay's validated results as a baseline JSON (for --against)")
 
 
 def _read(folder: Path, name: str) -> list[dict]:
-    path = folder / name
-    if not path.is_file():
-        raise InputError(str(folder), name, "missing (run `softrank replay STORE --out DIR` first)")
-    try:
-        table = pq.read_table(path)
-        rows = table.to_pylist()
-    except Exception as err:  # pyarrow raises several types for a corrupt file
-        raise InputError(str(folder), name, f"not a readable parquet table ({type(err).__name__})") from None
-    _check_rows(folder, name, table.column_names, rows)
-    return rows
-
-
-# the columns every reader of the tables relies on, and what a row must hold there
-REQUIRED = {"replay.parquet": ("record_id", "status", "family", "m", "N", "eps"),
-            "verdicts.parquet": ("record_id", "family", "eps", "k", "float64_verdict", "validated_verdict")}
+    """The checked rows of FOLDER/NAME (``softrank.fastpath.replay_table.read_replay_table``)."""
+    return read_replay_table(folder, name)
 
 
 def _check_rows(folder: Path, name: str, columns: list[str], rows: list[dict]) -> None:
-    """A table written by ``softrank replay``: the required columns, a record id in every row,
-    and, in every row of a record that was read, a positive shape, an eps in (0, 1) and (verdict
-    table) a budget k >= 0 and known verdicts.  Anything else is an ``InputError`` naming the
-    file, the row and the column (a tampered or foreign table, not a replay's)."""
-    missing = [c for c in REQUIRED.get(name, ()) if c not in columns]
-    if missing:
-        raise InputError(str(folder / name), missing[0], f"column missing (not a table of softrank replay; "
-                                                         f"missing: {', '.join(missing)})")
-
-    def bad(i: int, column: str, what: str):
-        raise InputError(str(folder / name), f"row {i} {column}", f"{what}, got {str(rows[i].get(column))[:60]!r}")
-
-    for i, row in enumerate(rows):
-        if not isinstance(row.get("record_id"), str) or not row["record_id"]:
-            bad(i, "record_id", "expected a record id")
-        if name == "replay.parquet" and row.get("status") == "malformed":
-            continue
-        eps = row.get("eps")
-        value = eps_fraction(eps) if isinstance(eps, str) else None
-        if value is None or not 0 < value < 1:
-            bad(i, "eps", "expected a tolerance in (0, 1)")
-        if name == "replay.parquet":
-            if not isinstance(row.get("status"), str):
-                bad(i, "status", "expected a status")
-            for column in ("m", "N"):
-                if not isinstance(row.get(column), int) or row[column] < 1:
-                    bad(i, column, "expected a positive integer")
-        else:
-            if not isinstance(row.get("k"), int) or row["k"] < 0:
-                bad(i, "k", "expected a budget >= 0")
-            for column in ("float64_verdict", "validated_verdict"):
-                if row.get(column) not in (*VERDICTS, "", None):
-                    bad(i, column, f"expected one of {', '.join(VERDICTS)}, empty or null")
+    """A table written by ``softrank replay`` (``softrank.fastpath.replay_table.check_table_rows``:
+    required columns; per row a record id, the written types, finite numbers in range, a known
+    status and verdicts, valid JSON lists, validated lower <= upper).  Anything else is an
+    ``InputError`` naming the file, the row, its record and the column."""
+    check_table_rows(folder / name, name, columns, rows)
 
 
 def _lower_explanation(row: dict, k: int | None) -> str:
@@ -257,8 +217,9 @@ def render(tables: dict[str, list[dict]], max_list: int) -> None:
 
 def run(args) -> int:
     check_count(args.max_list, "max-list", minimum=0)
-    if getattr(args, "write_baseline", None):  # checked before any work or output
+    if getattr(args, "write_baseline", None) is not None:  # checked before any work or output
         output_file(args.write_baseline, "write-baseline")
+        _check_baseline_target(args)
     folder = Path(args.replay_dir)
     if not folder.is_dir():
         raise InputError(str(folder), "", "not a folder")
@@ -336,19 +297,30 @@ def _k(text: str):
     return (0, int(text)) if text.lstrip("-").isdigit() else (1, text)
 
 
+def _check_baseline_target(args) -> None:
+    """``--write-baseline`` is never one of the tables read (REPLAY_DIR's, or those of an
+    ``--against`` folder), nor the ``--against`` file itself (it is written before that is read)."""
+    inputs = replay_tables(args.replay_dir)
+    against = getattr(args, "against", None)
+    if against is not None:
+        inputs += replay_tables(against) if Path(against).is_dir() else [(against, f"the --against baseline {against}")]
+    check_not_input(args.write_baseline, "write-baseline", inside=inputs)
+
+
 def _baselines(args, folder: Path) -> int:
     """``--write-baseline`` and ``--against``: 1 when the replay differs from the baseline."""
     from softrank.fastpath.files import atomic_write
 
     against, write = getattr(args, "against", None), getattr(args, "write_baseline", None)
-    if not against and not write:
+    if against is None and write is None:
         return 0
     current = baseline(_read(folder, "replay.parquet"), _read(folder, "verdicts.parquet"))
-    if write:
+    if write is not None:
+        _check_baseline_target(args)  # over an input table or the --against file: refused (checked first in run)
         text = json.dumps(current, indent=1, sort_keys=True) + "\n"
         atomic_write(write, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
         print(f"regress: baseline of {len(current['records'])} records written to {write}")
-    if not against:
+    if against is None:
         return 0
     lines = changes(load_baseline(against), current)
     for line in lines:

@@ -42,6 +42,7 @@ from typing import Callable
 
 from softrank import __version__
 from softrank.cli.common import Journal, check_count, max_jobs, output_dir, parallel_map, parse_int_list, progress as progress_bar
+from softrank.cli.common import check_not_input, path_arg, store_records
 from softrank.cli.replay_tables import DEFAULT_BUDGETS, REPLAY_COLUMNS, VERDICT_COLUMNS, result_rows
 from softrank.cli.tables import write_table
 from softrank.fastpath.files import write_json
@@ -56,8 +57,8 @@ OUTPUTS = ("manifest.json", "replay.parquet", "replay.csv", "verdicts.parquet", 
 
 
 def configure(parser) -> None:
-    parser.add_argument("store", help="store folder (records/ + index.csv)")
-    parser.add_argument("--out", default=None, help="output folder for replay.{parquet,csv} (default: STORE/replay)")
+    parser.add_argument("store", type=path_arg, help="store folder (records/ + index.csv)")
+    parser.add_argument("--out", default=None, type=path_arg, help="output folder for replay.{parquet,csv} (default: STORE/replay)")
     parser.add_argument("--strict", action="store_true", help="Arb balls throughout (no binary64 error-bound route)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="records replayed in parallel (>= 1; above 1: a local dask cluster of N processes)")
@@ -233,6 +234,9 @@ class ReplayJob:
         self.store, self.strict, self.budgets = store, bool(strict), tuple(budgets)
         # entries that are not folders are replayed too: each is then a malformed record on one line
         self.folders = [str(f) for f in record_entries(store)]
+        # never the store itself, nor its records/ (that would add a record), nor an OUT that would hold it
+        check_not_input(out, inside=[store_records(store)], equal=[(store, f"the input store {store}")],
+                        writes=OUTPUTS + (JOURNAL,))
         self.out = output_dir(out)
         for name in OUTPUTS:  # the manifest first: from here on nothing here looks complete
             (self.out / name).unlink(missing_ok=True)

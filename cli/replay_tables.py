@@ -14,6 +14,9 @@ from fractions import Fraction
 
 import pyarrow as pa
 
+from softrank.fastpath.replay_table import (REPLAY_STATUSES, REQUIRED, check_replay_row,  # noqa: F401
+                                            check_table_rows, check_verdict_row, eps_fraction,
+                                            read_parquet_rows, read_replay_table)
 from softrank.replay.engine import RecordResult
 from softrank.validated.balls import float_at_least
 
@@ -58,19 +61,14 @@ def eps_text(eps: Fraction, written: str) -> str:
     return f"{eps.numerator}/{eps.denominator}"
 
 
-def eps_fraction(text: str) -> Fraction | None:
-    """The exact value of a table's eps text (``None`` if it is not one)."""
-    try:
-        if text.startswith("binary64(") and text.endswith(")"):
-            return Fraction(float(text[9:-1]))
-        return Fraction(text)
-    except (ValueError, ZeroDivisionError, OverflowError):
-        return None
-
-
 def _int64(v):
     ok = isinstance(v, int) and not isinstance(v, bool) and -INT64_MAX - 1 <= v <= INT64_MAX
     return v if ok else None
+
+
+def _positive(v):  # a block width: what the readers of the tables accept (check_replay_row)
+    v = _int64(v)
+    return v if v is not None and v >= 1 else None
 
 
 def _text(v) -> str | None:
@@ -89,7 +87,7 @@ def _base(record) -> dict:
     return {"record_id": record.record_id, "status": "ok", "error": "", "model": str(prov.get("model", "")),
             "family": str(prov.get("family", "")), "attention": _text(prov.get("attention")),
             "source_id": _text(prov.get("source_id")), "layer": _int64(prov.get("layer")),
-            "head": _int64(prov.get("head")), "block_width": _int64(prov.get("block_width")),
+            "head": _int64(prov.get("head")), "block_width": _positive(prov.get("block_width")),
             "positions": _positions(prov.get("positions")), "m": m, "N": n}
 
 

@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from softrank.cli import report_figures as rf
-from softrank.cli.common import output_dir, output_file
+from softrank.cli.common import check_not_input, output_dir, output_file, path_arg, replay_tables
 from softrank.cli.regress import VERDICTS, _read, analyse
 from softrank.fastpath.files import atomic_write
 from softrank.validated.errors import InputError
@@ -37,15 +37,18 @@ td.reason{max-width:700px;font-size:12px}"""
 
 
 def configure(parser) -> None:
-    parser.add_argument("replay_dir", help="folder with replay.parquet and verdicts.parquet (softrank replay --out)")
-    parser.add_argument("--out", default=None, metavar="FILE.html", help="the page (default: REPLAY_DIR/report.html)")
-    parser.add_argument("--figures", default=None, metavar="DIR", help="also write every figure as DIR/NAME.png")
+    parser.add_argument("replay_dir", type=path_arg, help="folder with replay.parquet and verdicts.parquet (softrank replay --out)")
+    parser.add_argument("--out", default=None, metavar="FILE.html", type=path_arg, help="the page (default: REPLAY_DIR/report.html)")
+    parser.add_argument("--figures", default=None, metavar="DIR", type=path_arg, help="also write every figure as DIR/NAME.png")
 
 
 def run(args) -> int:
-    out = Path(args.out) if args.out else Path(args.replay_dir) / "report.html"
-    if args.out:  # checked before the figures are drawn
+    out = Path(args.out) if args.out is not None else Path(args.replay_dir) / "report.html"
+    if args.out is not None:  # checked before the figures are drawn
         output_file(out, folder_must_exist=False)
+    check_not_input(out, inside=replay_tables(args.replay_dir))  # never over the tables it reads
+    if args.figures is not None:
+        check_not_input(args.figures, "figures", inside=replay_tables(args.replay_dir))
     path = write_report(args.replay_dir, out, figures=args.figures)
     print(f"report: {path}")
     return 0

@@ -20,7 +20,7 @@ import statistics
 import time
 from pathlib import Path
 
-from softrank.cli.common import check_device, output_dir
+from softrank.cli.common import check_device, output_dir, path_arg, value_arg
 from softrank.cli.extract import progress_report
 from softrank.fastpath.files import write_csv, write_json
 from softrank.validated.errors import InputError
@@ -29,7 +29,7 @@ MODELS = ("minilm", "smollm2")
 
 
 def configure(parser) -> None:
-    parser.add_argument("--out", default="softrank-out", help="output folder (default softrank-out/)")
+    parser.add_argument("--out", default="softrank-out", type=path_arg, help="output folder (default softrank-out/)")
     parser.add_argument("--eps", default="0.15,0.25,0.35",
                         help="tolerances, each an exact rational: 0.15, 3/20 or 1.5e-1 (default 0.15,0.25,0.35)")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes for bracket and replay (default 2)")
@@ -37,7 +37,7 @@ def configure(parser) -> None:
                         help="MiniLM operators (default: the embedded panel, 64); 0 skips the model")
     parser.add_argument("--smollm2", type=int, default=None, metavar="N",
                         help="SmolLM2 blocks (default: the embedded panel, 54); 0 skips the model")
-    parser.add_argument("--device", default=None, help="extraction device: cpu or cuda (default: cuda when available)")
+    parser.add_argument("--device", default=None, type=value_arg, help="extraction device: cpu or cuda (default: cuda when available)")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse OUT/store's extracted records if present (skip extraction)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -63,6 +63,9 @@ def _check_arguments(args) -> list:
         n = getattr(args, name)
         if n is not None and n < 0:
             raise InputError("arguments", name, f"must be a non-negative integer, got {n}")
+        check_count(n, name, minimum=0, maximum=10_000_000)
+    if all(getattr(args, name) == 0 for name in MODELS):
+        raise InputError("arguments", "minilm", "--minilm 0 and --smollm2 0 leave nothing to run")
     return parse_tolerances(args.eps)
 
 
@@ -82,7 +85,7 @@ def _extract(args, store: Path, console, progress: bool) -> None:
         opts = {}
         if n is not None:
             opts["max_operators"] = n
-        if args.device:
+        if args.device is not None:
             opts["device"] = check_device(args.device)
         with progress_report(progress, f"extract {name}") as report:
             ids = extract_to_store(name, store, progress=report, **opts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from contextlib import ExitStack
 
-from softrank.cli.common import parse_tolerances
+from softrank.cli.common import parse_tolerances, path_arg, value_arg
 from softrank.cli.common import check_count, check_device, json_text, max_jobs, output_dir, parse_int_list, progress
 from softrank.cli.extract import one_line_warnings
 from softrank.validated.errors import InputError
@@ -31,8 +31,8 @@ def configure(parser) -> None:
     p.add_argument("--eps", default="0.25", help="the tolerance (default 0.25)")
     p.add_argument("--seed", type=int, default=0, help="selection seed (passages, layers, heads)")
     p.add_argument("--jobs", type=int, default=2, help="worker processes for bracket and replay (default 2)")
-    p.add_argument("--device", default=None, help="extraction device: cpu or cuda (default: cuda when available)")
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder (store, study.csv, cells.csv, study.json)")
+    p.add_argument("--device", default=None, type=value_arg, help="extraction device: cpu or cuda (default: cuda when available)")
+    p.add_argument("--out", required=True, metavar="DIR", type=path_arg, help="output folder (store, study.csv, cells.csv, study.json)")
     p.add_argument("--reuse", action="store_true", help="reuse DIR/store's bracketed records (replay and tables only)")
     p.add_argument("--json", action="store_true", help="print the result as JSON: {\"cells\": [...], ...}")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -46,10 +46,10 @@ def _configure_kappa(sub) -> None:
                                    "kappa(C) bracketed (validated dual and primal bounds), kappa_bal and native "
                                    "Gamma; then Spearman correlations with source-bootstrap intervals against "
                                    "the validated rank bracket.")
-    p.add_argument("store", metavar="STORE")
-    p.add_argument("--replay", required=True, metavar="REPLAY_DIR", help="folder with the store's replay.parquet")
+    p.add_argument("store", metavar="STORE", type=path_arg)
+    p.add_argument("--replay", required=True, metavar="REPLAY_DIR", type=path_arg, help="folder with the store's replay.parquet")
     p.add_argument("--ranks", default="2,4,8,16", help="fixed ranks r of T_r (default 2,4,8,16)")
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder (operators/, rows.csv, "
+    p.add_argument("--out", required=True, metavar="DIR", type=path_arg, help="output folder (operators/, rows.csv, "
                                                                "correlations.csv/.md, study.json, kappa-study.png)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--resume", action="store_true", help="reuse DIR/operators/*.json of an earlier run")
@@ -58,9 +58,28 @@ def _configure_kappa(sub) -> None:
     p.add_argument("--records", default=None, help="comma-separated record ids (default all)")
     p.add_argument("--limit", type=int, default=None, help="at most this many operators (interleaved by family "
                                                           "and source)")
-    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples of sources (default 2000)")
+    p.add_argument("--bootstrap", type=_bootstrap, default=2000,
+                   help=f"bootstrap resamples of sources, 1 to {MAX_BOOTSTRAP:,} (default 2000)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+MAX_BOOTSTRAP = 100_000  # resamples: 2000 give 95% intervals; 10**6 would run for many minutes
+
+
+def _bootstrap(text: str) -> int:
+    """``--bootstrap N``: an integer from 1 to ``MAX_BOOTSTRAP`` (a larger one is refused on one
+    line instead of running for ages or failing to allocate its resamples)."""
+    import argparse
+
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {str(text)[:40]!r}") from None
+    if not 1 <= value <= MAX_BOOTSTRAP:
+        shown = str(value) if len(str(value)) <= 20 else f"{str(value)[:12]}... ({len(str(value))} digits)"
+        raise argparse.ArgumentTypeError(f"must be an integer from 1 to {MAX_BOOTSTRAP}, got {shown}")
+    return value
 
 
 def _arguments(args) -> dict:
@@ -75,7 +94,7 @@ def _arguments(args) -> dict:
     check_device(args.device)
     output_dir(args.out)
     check_count(args.sources, "sources")
-    check_count(args.tokens, "tokens")
+    check_count(args.tokens, "tokens", maximum=1_000_000)  # as extract (fastpath.extract.UPPER_LIMITS)
     if len(set(widths)) < 2:
         raise InputError("arguments", "widths", "the study compares at least two widths")
     return {"widths": sorted(set(widths)), "budgets": sorted(set(budgets)), "eps": eps[0]}
@@ -153,10 +172,13 @@ def _cell(cell: dict | None) -> str:
             f"({100 * cell['float64_feasible']:.1f}%)")
 
 
+STUDY_OUTPUTS = ("operators", "rows.csv", "correlations.csv", "correlations.md", "study.json", "kappa-study.png")
+
+
 def _run_kappa(args) -> int:
     from pathlib import Path
 
-    from softrank.cli.common import output_dir
+    from softrank.cli.common import check_not_input, output_dir, replay_tables, store_records
     from softrank.fastpath.theorem.kappa_study import run_kappa_study
 
     ranks = parse_int_list(args.ranks, "ranks", minimum=1)
@@ -167,6 +189,9 @@ def _run_kappa(args) -> int:
         raise InputError("arguments", "max-minutes", "must be > 0")
     if not Path(args.store).is_dir():
         raise InputError(str(args.store), "store", "not a folder")
+    # never the store, its records/ or the replay's tables (nor an OUT whose outputs would be one of them)
+    check_not_input(args.out, inside=[store_records(args.store)] + replay_tables(args.replay),
+                    equal=[(args.store, f"the input store {args.store}")], writes=STUDY_OUTPUTS)
     out = output_dir(args.out)
     bars = _StageBars()
     try:

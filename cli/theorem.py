@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from softrank.cli.common import (RECORD_FAILURES, check_count, json_text, median_or_none, parse_int_list,
+from softrank.cli.common import (RECORD_FAILURES, check_count, json_text, median_or_none, parse_int_list, path_arg,
                                  record_failure, theorem_records)
 
 MAX_CASES = 10**6  # random or adversarial cases of the perturbation check (the default is 400 and 200)
@@ -35,20 +35,20 @@ def configure(parser) -> None:
                             ("gauge-audit", "random diagonal and dense gauges: A, C, tau, kappa stay, native Gamma moves"),
                             ("kappa-gamma", "kappa(C) <= Gamma (model's own factorization) and kappa(T) <= kappa_bal")):
         s = sub.add_parser(name, help=help_text)
-        s.add_argument("stores", nargs="+", metavar="STORE")
+        s.add_argument("stores", nargs="+", metavar="STORE", type=path_arg)
         s.add_argument("--rank", default="8", help="rank r of T, or a comma list cycled over records (default 8)")
         s.add_argument("--records", default=None, help="comma-separated record ids (default all)")
         s.add_argument("--limit", type=int, default=None, help="at most this many records per store")
         s.add_argument("--max-n", type=int, default=None, dest="max_n", help="skip operators wider than this")
         s.add_argument("--seed", type=int, default=0)
         s.add_argument("--json", action="store_true")
-        s.add_argument("--out", default=None, metavar="CSV", help="write one row per check to this CSV file")
+        s.add_argument("--out", default=None, metavar="CSV", type=path_arg, help="write one row per check to this CSV file")
 
 
 def _emit(args, summary: dict, rows: list[dict]) -> None:
     from softrank.fastpath.files import write_csv
 
-    if getattr(args, "out", None):
+    if getattr(args, "out", None) is not None:  # checked (theorem_records) before any work
         write_csv(args.out, rows)
     if args.json:
         print(json_text({"summary": summary, "rows": rows}))

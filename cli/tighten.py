@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from softrank.cli.common import check_outside, max_jobs, output_dir, parallel_map, parse_count, parse_eps_exact
+from softrank.cli.common import check_outside, max_jobs, output_dir, parallel_map, parse_count, parse_eps_exact, path_arg
 from softrank.cli.common import progress as progress_bar
 from softrank.validated.errors import InputError
 
@@ -31,8 +31,8 @@ DEFAULT_BUDGET = 120.0
 
 
 def configure(parser) -> None:
-    parser.add_argument("store", metavar="STORE", help="a bracketed SoftRank store (from softrank bracket or run)")
-    parser.add_argument("--out", required=True, metavar="STORE2",
+    parser.add_argument("store", metavar="STORE", type=path_arg, help="a bracketed SoftRank store (from softrank bracket or run)")
+    parser.add_argument("--out", required=True, metavar="STORE2", type=path_arg,
                         help="write the tightened store here (a new or empty folder)")
     parser.add_argument("--eps", default=None,
                         help="stored tolerances to tighten, comma separated, in this order (default: all stored)")
@@ -101,8 +101,11 @@ def check_paths(store, out, eps_list, records) -> Path:
     """STORE must be a store holding the chosen records and tolerances; STORE2 must differ from
     it and be new or empty (nothing there is changed otherwise)."""
     from softrank.fastpath.tighten import check_selection
+    from softrank.replay.reader import record_entries
 
     check_selection(store, None, records)  # InputError when STORE is not a store or an id is unknown
+    if not record_entries(store):  # named here, before STORE2 is created (an empty run has nothing to write)
+        raise InputError(str(store), "records", "no records in this store (nothing to tighten; nothing was written)")
     if eps_list is not None:  # the stored tolerances are read from the manifests: never from a FIFO
         check_selection(store, eps_list, readable_records(store, records))
     out_path = Path(out)

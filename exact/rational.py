@@ -21,7 +21,7 @@ Matrix = list[list[Fraction]]
 MAX_DIGITS = 400  # digits accepted in each part of a rational written as text
 MAX_EXPONENT = 999  # largest |exponent| accepted in decimal text ("1e-999"); bigger ones are refused
 _D = rf"\d{{1,{MAX_DIGITS}}}"
-_RATIONAL_TEXT = re.compile(rf"^\s*[+-]?({_D}(\.\d{{0,{MAX_DIGITS}}})?|\.{_D})([eE][+-]?\d{{1,3}})?(\s*/\s*{_D})?\s*$")
+_RATIONAL_TEXT = re.compile(rf"^\s*[+-]?({_D}(\.\d{{0,{MAX_DIGITS}}})?|\.{_D})([eE][+-]?\d{{1,3}})?(\s*/\s*{_D})?\s*$", re.ASCII)
 SIZE_LIMIT = f"at most {MAX_DIGITS} digits per part and exponents of at most {MAX_EXPONENT}"
 
 
@@ -93,9 +93,20 @@ def as_matrix(A, where: str = "input", field: str = "matrix") -> Matrix:
     return rows
 
 
+TEXT_BITS = 13_000  # numerator or denominator longer than this (about 3,900 digits) has no text form here
+
+
+class TooLongForText(ArithmeticError):
+    """An exact value whose numerator or denominator is too long to be written as certificate text."""
+
+
 def fmt(q: Fraction) -> str:
-    """Canonical text of a rational: ``"3/7"``, ``"-2"``."""
+    """Canonical text of a rational: ``"3/7"``, ``"-2"``; ``TooLongForText`` beyond ``TEXT_BITS``
+    bits (a certificate reader refuses such text, and Python's int-to-text limit is 4,300 digits)."""
     q = Fraction(q)
+    if q.numerator.bit_length() > TEXT_BITS or q.denominator.bit_length() > TEXT_BITS:
+        raise TooLongForText(f"an exact value with about {max(q.numerator.bit_length(), q.denominator.bit_length()) * 3 // 10:,} "
+                             "digits, too long for certificate text")
     return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
 
 

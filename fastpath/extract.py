@@ -69,6 +69,10 @@ def _check_range(values: list[int] | None, limit: int, field: str) -> list[int]:
     return sorted(set(values))
 
 
+# beyond these a run cannot finish (or a library overflows): refused before any model is loaded
+UPPER_LIMITS = {"sources": 100_000, "tokens": 1_000_000, "max_operators": 10_000_000, "threads": 1024}
+
+
 def extract_to_store(model, store, **options) -> list[str]:
     """Capture operators from ``model`` and write them to ``store``; returns the record ids.
 
@@ -92,6 +96,9 @@ def extract_to_store(model, store, **options) -> list[str]:
     for key in ("sources", "tokens", "max_operators", "threads"):
         if opts.get(key) is not None and (not isinstance(opts[key], int) or opts[key] < 1):
             raise InputError("arguments", key.replace("_", "-"), f"must be a positive integer, got {opts[key]!r}")
+        if opts.get(key) is not None and opts[key] > UPPER_LIMITS[key]:
+            shown = str(opts[key]) if len(str(opts[key])) <= 30 else f"{str(opts[key])[:12]}... ({len(str(opts[key]))} digits)"
+            raise InputError("arguments", key.replace("_", "-"), f"must be at most {UPPER_LIMITS[key]:,}, got {shown}")
     if opts.get("progress") not in (None, False) and not callable(opts["progress"]):
         raise TypeError("extract_to_store: progress must be a callable progress(done, total)")
     passages = _text_sources(opts) if opts.get("texts") is not None else None
@@ -152,6 +159,9 @@ def _widths(lm, opts, tokens: int) -> list[int]:
     if lm.kind in ("encoder", "decoder", "seq2seq") and max_pos is not None and tokens > max_pos:
         raise InputError("arguments", "tokens", f"{tokens} tokens exceed the model's {max_pos} positions")
     if lm.kind not in ("decoder", "seq2seq"):
+        if opts.get("widths") is not None:
+            raise InputError("arguments", "widths", f"block widths apply to causal models only; {lm.name} is "
+                                                    f"an {lm.kind} model (its operators are whole passes)")
         return []
     widths = opts.get("widths")
     if widths is None:

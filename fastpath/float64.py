@@ -22,12 +22,13 @@ def rowsoftmax64(logits: np.ndarray) -> np.ndarray:
 
 def row_l1(A: np.ndarray, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     """float64 l1 norms of the rows of ``A - X Y^T``."""
-    if X.shape[1] == 0:
-        return np.abs(A).sum(axis=1)
-    R = X @ Y.T
-    np.subtract(A, R, out=R)
-    np.abs(R, out=R)
-    return R.sum(axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):  # huge factors give inf / nan norms: never "within eps"
+        if X.shape[1] == 0:
+            return np.abs(A).sum(axis=1)
+        R = X @ Y.T
+        np.subtract(A, R, out=R)
+        np.abs(R, out=R)
+        return R.sum(axis=1)
 
 
 def max_row_l1(A: np.ndarray, X: np.ndarray, Y: np.ndarray) -> float:

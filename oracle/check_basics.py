@@ -16,7 +16,7 @@ ZERO = Fraction(0)
 ONE = Fraction(1)
 
 MAX_TEXT = 10_000  # characters of a rational as text (two 4,300-digit parts, Python's int limit, fit)
-_TEXT = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d{1,3})?(/\d+)?\s*")
+_TEXT = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d{1,3})?(/\d+)?\s*", re.ASCII)
 
 
 def as_rational(x) -> Fraction:

@@ -16,7 +16,7 @@ from fractions import Fraction
 
 from softrank.advisors import highs
 from softrank.exact import lp as xlp
-from softrank.exact.rational import from_binary64, matmul
+from softrank.exact.rational import TEXT_BITS, from_binary64, matmul
 from softrank.oracle.decoder import pivot_order
 from softrank.oracle.polish import polish
 
@@ -96,9 +96,6 @@ def _pivoted_candidates(A, k, denominators=(1 << 10, 1 << 20)):
 def _subsets(A, k, count):
     return [[list(A[i]) for i in rows]
             for rows in itertools.islice(itertools.combinations(range(len(A)), min(k, len(A))), count)]
-
-
-TEXT_BITS = 13_000  # numerator and denominator of a certificate entry: under ~3,900 decimal digits
 
 
 def _short(M) -> bool:

@@ -356,7 +356,7 @@ def _read_lower(r: _Reader, cert, cpath: str) -> LowerCertificate:
 def _read_verdicts(r: _Reader, raw: dict, path: str) -> dict[int, str]:
     verdicts = {}
     for budget, verdict in raw.items():
-        if not re.fullmatch(r"-?\d{1,40}", str(budget)):
+        if not re.fullmatch(r"-?\d{1,40}", str(budget), re.ASCII):
             r.fail(path, f"budget {_short(budget)} is not an integer")
         k = r.bounded_int(int(budget), f"{path}.{budget}")
         if verdict not in VERDICTS:

@@ -61,8 +61,9 @@ def _max_row_sq(x: np.ndarray) -> float | None:
 
 
 def _max_abs_rowsum(x: np.ndarray) -> float | None:
-    """Binary64 evaluation of max_i sum_j |X_ij| (|x| is exact)."""
-    s = float(np.max(np.abs(x).sum(axis=1)))
+    """Binary64 evaluation of max_i sum_j |X_ij| (|x| is exact); None when it overflows."""
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the None below, not a warning
+        s = float(np.max(np.abs(x).sum(axis=1)))
     return s if _finite(s) else None
 
 
@@ -127,8 +128,9 @@ def nonneg_product_rowsum_upper(x: np.ndarray, y: np.ndarray) -> Fraction | None
     c = y.shape[1]
     if a == 0 or b == 0 or c == 0:
         return Fraction(0)
-    col = y.sum(axis=1)
-    v = float(np.max(x @ col))
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the None below, not a warning
+        col = y.sum(axis=1)
+        v = float(np.max(x @ col))
     if not _finite(v):
         return None
     return (Fraction(v) + b * ETA) / ((1 - gamma(b)) * (1 - gamma(c)))

@@ -227,24 +227,22 @@ def interleave(items: list[dict]) -> list[dict]:
 
 
 def read_brackets(replay_dir) -> dict:
-    """{record_id: {eps_value: (eps text, validated_lower, validated_upper)}} from a replay table."""
-    import pyarrow.parquet as pq
-
+    """{record_id: {eps_value: (eps text, validated_lower, validated_upper)}} from a replay table;
+    every row with a bracket is checked as ``softrank regress`` and ``softrank report`` check it
+    (``softrank.fastpath.replay_table.check_replay_row``: integers, finite, 0 <= L <= U, a known status,
+    valid JSON lists): a damaged table is an ``InputError`` naming the file, row and column."""
+    from softrank.fastpath.replay_table import check_replay_row, read_parquet_rows
 
     path = Path(replay_dir) / "replay.parquet"
-    if not path.is_file():
-        raise InputError(str(replay_dir), "replay.parquet", "no replay table here (run softrank replay STORE --out DIR)")
-    try:
-        table = pq.read_table(path)
-    except Exception as err:  # pyarrow raises several types for a corrupt file
-        raise InputError(str(path), "replay.parquet", f"not a readable parquet table ({type(err).__name__})") from None
+    columns, rows = read_parquet_rows(replay_dir, "replay.parquet")
     need = {"record_id", "eps", "eps_value", "validated_lower", "validated_upper"}
-    if not need <= set(table.column_names):
-        raise InputError(str(path), "columns", f"missing {sorted(need - set(table.column_names))}")
+    if not need <= set(columns):
+        raise InputError(str(path), "columns", f"missing {sorted(need - set(columns))}")
     out: dict = {}
-    for i, row in enumerate(table.select(sorted(need)).to_pylist()):
-        if row["eps_value"] is None:  # a malformed record's row: no bracket
+    for i, row in enumerate(rows):
+        if row["eps_value"] is None or row.get("status") == "malformed":  # a malformed record's row: no bracket
             continue
+        check_replay_row(path, i, row)
         if not isinstance(row["record_id"], str) or not isinstance(row["eps_value"], float) \
                 or not 0 < row["eps_value"] < 1:
             raise InputError(str(path), f"row {i}", "expected a record id and an eps_value in (0, 1)")
@@ -318,6 +316,42 @@ def select_operators(store, brackets: dict, records: str | None = None, limit: i
     return strays + interleave(items)[:limit]
 
 
+def _cached(cache: Path, record_id: str, ranks, eps_list, brackets: dict) -> dict | None:
+    """The entry of an earlier run in ``cache`` when it is for this record, these ranks and these
+    tolerances (else ``None``: the operator is computed again).  A corrupt entry (not JSON, cut
+    short, of another form, one the statistics cannot use) is recomputed too, with one line on
+    stderr saying so; a special file there (a FIFO, a folder) is never opened."""
+    import stat
+    import sys
+
+    try:
+        if not stat.S_ISREG(os.stat(cache).st_mode):
+            raise ValueError("not a regular file")
+        old = json.loads(cache.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, RecursionError) as err:  # UnicodeDecodeError and JSONDecodeError included
+        why = f"not JSON ({err.msg})" if isinstance(err, json.JSONDecodeError) else str(err)
+        print(f"{cache}: corrupt cache entry ({' '.join(why.split())[:120]}); recomputed", file=sys.stderr)
+        return None
+    try:
+        if not isinstance(old, dict) or "error" in old:
+            raise TypeError("not an operator's result")
+        if old.get("ranks_requested") != list(ranks) or set(old["r_star"]) != {repr(e) for e in eps_list}:
+            return None  # other ranks or tolerances: recomputed
+        if old["record_id"] != record_id:
+            raise ValueError(f"it is the entry of {str(old['record_id'])[:60]!r}")
+        from softrank.fastpath.theorem import kappa_corr as kcorr
+
+        kcorr.study_rows([old], {record_id: brackets.get(record_id, {})})  # what the statistics read of it
+        kcorr.summarise([old], [], [], 0.0, 0.0)
+    except Exception as err:  # any defect of a hand-edited or truncated entry: the operator is redone
+        why = ": ".join(filter(None, (type(err).__name__, " ".join(str(err).split())[:100])))
+        print(f"{cache}: corrupt cache entry ({why}); recomputed", file=sys.stderr)
+        return None
+    return old
+
+
 def run_kappa_study(store, replay_dir, out, ranks=DEFAULT_RANKS, jobs: int = 1, resume: bool = False,
                     max_minutes: float | None = None, records: str | None = None, limit: int | None = None,
                     n_boot: int = 2000, progress=None) -> dict:
@@ -335,8 +369,8 @@ def run_kappa_study(store, replay_dir, out, ranks=DEFAULT_RANKS, jobs: int = 1, 
     for it in chosen:
         cache = opdir / f"{it['record_id']}.json"
         eps_list = sorted(brackets.get(it["record_id"], {}))  # none for a stray entry (it fails when read)
-        old = json.loads(cache.read_text()) if resume and cache.is_file() else {}
-        if old.get("ranks_requested") == list(ranks) and set(old["r_star"]) == {repr(e) for e in eps_list}:
+        old = _cached(cache, it["record_id"], ranks, eps_list, brackets) if resume else None
+        if old is not None:
             ops.append(old)  # the same ranks and tolerances: reused
         else:
             tasks.append((it["folder"], eps_list, tuple(ranks), str(cache)))

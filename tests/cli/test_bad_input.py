@@ -27,6 +27,10 @@ def work(tmp_path_factory):
     (root / "ok.json").write_text("[[1, 2], [3, 4]]")
     (root / "wide.json").write_text("[[1, 2, 3]]")
     (root / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (root / "uni.json").write_text(json.dumps([["\u0661", "0"], ["0", "1"]]))  # an Arabic-Indic digit one
+    # every entry is within the reader's limits, but exact thresholds of the cell exceed 4,300 digits
+    (root / "long.json").write_text(json.dumps([["7/" + "3" * 399, "1e999", "1e-999"], ["0", "1e-999", "1e-999"],
+                                                ["1e-999", "0", "1"]]))
     os.mkfifo(root / "fifo.json")
     (root / "adir").mkdir()
     return root
@@ -88,6 +92,15 @@ CASES = [
     ("theorem tau store --rank 2 --out adir", "adir"),
     ("kappa store --rank 2 --out fifo.json", "fifo.json"),
     ("extract --model minilm --text-file fifo.json --out e4", "fifo.json"),
+    ("oracle uni.json --eps 1/4 --rank 1", "400 digits"),
+    ("oracle long.json --eps 1/4 --rank 2", "entries"),
+    ("oracle long.json --eps 1/4 --profile", "entries"),
+    ("extract --model minilm --threads 10000000000000000000000000000000 --out e5", "threads"),
+    ("extract --model minilm --tokens 10000000000000000000000000000000 --out e6", "tokens"),
+    ("extract --model minilm --seed -1 --out e7", "seed"),
+    ("extract --model minilm --widths 64 --max-operators 1 --out e8", "widths"),
+    ("study widths --out sw2 --tokens 10000000000000000000000000000000", "tokens"),
+    ("run --minilm 0 --smollm2 0 --out r2", "nothing to run"),
     # an output store inside the input store would change it
     ("bracket store --out store/records/zz", "inside"),
     ("tighten store --out store/zz", "inside"),

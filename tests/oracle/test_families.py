@@ -125,3 +125,16 @@ def test_huge_arguments_are_refused_before_any_work():
         fam.close_grid_family(2, 3, "1/1" + "0" * 10 ** 6)
     assert time.perf_counter() - t < 5
     assert fam.close_gauge_family("1/2", "2").proved and fam.close_grid_family(2, 3, "0.25").proved
+
+
+def test_grid_row_factor_sums_by_prefix_sums_equal_the_definition():
+    for L in range(2, 9):
+        for q in (Fraction(3, 32), Fraction(1, 7), Fraction(9, 10)):
+            direct = [sum(q ** ((v - w) ** 2) for w in range(L)) for v in range(L)]
+            assert fam.grid_row_factor_sums(L, q) == direct
+
+
+def test_grid_family_at_two_hundred_points_closes():
+    """L = 200 (exact powers q^(d^2) up to d = 199: it used to run for minutes)."""
+    out = fam.close_grid_family(1, 200, Fraction(1, 4))
+    assert out.lemma_D_passes and out.proved and out.as_json()["approximation_rank"] == 200

@@ -86,6 +86,13 @@ def _median(values: list) -> float | None:
     return float(statistics.median(values)) if values else None
 
 
+def _label(text, limit: int = 60) -> str:
+    """A family name as a figure label: at most ``limit`` characters (text layout of a 100 kB name
+    took over a minute; the HTML tables keep the whole name)."""
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def bracket_data(rows: list[dict], family: str) -> dict:
     """Per eps, every operator of FAMILY with its validated bracket, sorted by upper end."""
     panels = []
@@ -143,7 +150,7 @@ def bracket_figure(data: dict) -> bytes:
         ax.set_yscale("log")
         ax.set_ylim(0.7, 1.6 * max(o["full_rank"] for o in ops))
         done = sum(o["resolved"] for o in ops)
-        ax.set_title(f"{data['family']}, eps = {panel['eps']}: {done}/{len(ops)} resolved", fontsize=10)
+        ax.set_title(f"{_label(data['family'])}, eps = {panel['eps']}: {done}/{len(ops)} resolved", fontsize=10)
         ax.set_xlabel(f"operators sorted by upper end ({len(ops)})")
         ax.grid(True, which="major", axis="y", alpha=0.3)
     axes[0][0].set_ylabel("rank: validated lower to upper end")
@@ -197,7 +204,7 @@ def distribution_figure(data: dict) -> bytes:
             bins = [lo + (hi - lo + 1e-9) * i / 30 for i in range(31)] if hi > lo else [lo - 0.5, lo + 0.5]
             for fam, xs in logs.items():
                 if xs:
-                    ax.hist(xs, bins=bins, alpha=0.55, label=f"{fam} ({len(xs)})")
+                    ax.hist(xs, bins=bins, alpha=0.55, label=f"{_label(fam)} ({len(xs)})")
             ax.legend(fontsize=8)
         ax.set_xlabel(label, fontsize=9)
         ax.set_ylabel("count")
@@ -244,7 +251,7 @@ def width_figure(cells: list[dict]) -> bytes:
         ax.minorticks_off()
         ax.set_ylim(-0.03, 1.03)
         ax.set_xlabel("block width N")
-        ax.set_title(f"{cells[0]['family']}, eps = {eps}", fontsize=10)
+        ax.set_title(f"{_label(cells[0]['family'])}, eps = {eps}", fontsize=10)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
     axes[0][0].set_ylabel("share of operators (validated)")

@@ -84,8 +84,8 @@ class _Timeout(Exception):
 
 
 def exact_profile(Z: np.ndarray, eps: Fraction, timeout: float) -> dict:
-    """The oracle's exact bracket by its reductions and sub-cells (no witness search), stopped
-    after ``timeout`` seconds (then None)."""
+    """The oracle's exact bracket (every route of ``softrank.oracle.profile``), stopped after
+    ``timeout`` seconds (then None)."""
     from softrank.oracle import profile
 
     A = [[Fraction(int(v), GRID) for v in row] for row in Z]
@@ -97,7 +97,7 @@ def exact_profile(Z: np.ndarray, eps: Fraction, timeout: float) -> dict:
     old = signal.signal(signal.SIGALRM, alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
-        prof = profile(A, eps, search=False)
+        prof = profile(A, eps)
         lower, upper = prof.lower, prof.upper
     except _Timeout:
         lower = upper = None

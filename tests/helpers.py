@@ -173,3 +173,14 @@ def assert_strays_reported(returncode: int, stderr: str, names=STRAY_ENTRIES) ->
     assert returncode == 2 and "Traceback" not in stderr, (returncode, stderr[-2000:])
     for name in names:
         assert sum(name in line for line in lines) == 1, (name, lines)
+
+
+def demo_store_and_replay(root, operators: int, seed: int, replay: str = "replayed", size: int = 8):
+    """ROOT/store: a bracketed demo store of ``operators`` records of size x size; ROOT/REPLAY: its
+    validated replay (the inputs of the command-line tests of bad input)."""
+    from softrank.cli.replay import replay_store
+    from softrank.fastpath.demo import build_demo_store
+
+    build_demo_store(root / "store", operators=operators, size=size, seed=seed)
+    replay_store(root / "store", root / replay)
+    return root

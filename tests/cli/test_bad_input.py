@@ -12,16 +12,13 @@ import sys
 
 import pytest
 
+from helpers import demo_store_and_replay
 from softrank.fastpath.demo import build_demo_store
 
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bad")
-    build_demo_store(root / "store", operators=1, size=8, seed=0)
-    from softrank.cli.replay import replay_store
-
-    replay_store(root / "store", root / "replayed")
+    root = demo_store_and_replay(tmp_path_factory.mktemp("bad"), operators=1, seed=0)
     (root / "afile").write_text("keep me")
     (root / "bad.json").write_bytes(b"\xff\xfe[[1]]")
     (root / "ok.json").write_text("[[1, 2], [3, 4]]")

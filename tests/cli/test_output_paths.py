@@ -24,18 +24,13 @@ from pathlib import Path
 
 import pytest
 
-from softrank.fastpath.demo import build_demo_store
+from helpers import demo_store_and_replay
 
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
     """A bracketed store of two small records and its replay, copied afresh for each test."""
-    root = tmp_path_factory.mktemp("outputs")
-    build_demo_store(root / "store", operators=2, size=8, seed=0)
-    from softrank.cli.replay import replay_store
-
-    replay_store(root / "store", root / "replayed")
-    return root
+    return demo_store_and_replay(tmp_path_factory.mktemp("outputs"), operators=2, seed=0)
 
 
 @pytest.fixture

@@ -17,18 +17,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from helpers import demo_store_and_replay
 from softrank.cli import main
 
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
-    from softrank.cli.replay import replay_store
-    from softrank.fastpath.demo import build_demo_store
-
-    root = tmp_path_factory.mktemp("replay-input")
-    build_demo_store(root / "store", operators=3, size=8, seed=1)
-    replay_store(root / "store", root / "replay")
-    return root
+    return demo_store_and_replay(tmp_path_factory.mktemp("replay-input"), operators=3, seed=1, replay="replay")
 
 
 def _first_ok(rows: list[dict]) -> dict:

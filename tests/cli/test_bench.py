@@ -24,6 +24,9 @@ def test_bench_oracle_quick(capsys):
     r = out["rank1_4x4"]
     assert r["all_patterns"]["recheck"] and r["pruned"]["recheck"]
     assert r["all_patterns"]["patterns_in_certificate"] in (0, 8)
+    p = out["profile_12x12"]
+    assert p["recheck"] and 1 <= p["lower"] <= p["upper"] <= 12 and p["closed"] == (p["lower"] == p["upper"])
+    assert sum(p["ranks_by_route"].values()) == p["upper"] + 1  # one decision per k = 0..upper
 
 
 def test_zero_repeats_is_refused(capsys):

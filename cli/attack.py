@@ -52,6 +52,8 @@ def run(args) -> int:
     jobs = check_count(args.jobs, "jobs", maximum=max_jobs())
     restarts = check_count(args.restarts, "restarts", minimum=0, maximum=MAX_RESTARTS)
     folders = [str(f) for f in record_entries(args.store)]  # an entry that is not a folder: one malformed line
+    if not folders:  # before OUT is touched
+        raise InputError(str(args.store), "records", "no records in this store (nothing to attack; nothing was written)")
     out = Path(args.store) / "attack" if args.out is None else args.out
     check_not_input(out, inside=[store_records(args.store)], equal=[(args.store, f"the input store {args.store}")],
                     writes=("attack.csv", "attack.json"))

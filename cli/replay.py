@@ -234,6 +234,8 @@ class ReplayJob:
         self.store, self.strict, self.budgets = store, bool(strict), tuple(budgets)
         # entries that are not folders are replayed too: each is then a malformed record on one line
         self.folders = [str(f) for f in record_entries(store)]
+        if not self.folders:  # before OUT is touched: an empty run would replace OUT's tables
+            raise InputError(str(store), "records", "no records in this store (nothing to replay; nothing was written)")
         # never the store itself, nor its records/ (that would add a record), nor an OUT that would hold it
         check_not_input(out, inside=[store_records(store)], equal=[(store, f"the input store {store}")],
                         writes=OUTPUTS + (JOURNAL,))

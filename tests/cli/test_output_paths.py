@@ -147,6 +147,8 @@ EMPTY = [
     (["bracket", "empty", "--out", "new", "--no-progress"], ("empty", "'records'", "no records")),
     (["bracket", "empty", "--no-progress"], ("empty", "'records'", "no records")),
     (["tighten", "empty", "--out", "new"], ("empty", "'records'", "no records")),
+    (["replay", "empty", "--out", "new", "--no-progress"], ("empty", "'records'", "no records")),
+    (["attack", "empty", "--out", "new", "--no-progress"], ("empty", "'records'", "no records")),
 ]
 
 

@@ -29,13 +29,12 @@ from pathlib import Path
 import json
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from softrank.cli.common import check_count
 from softrank.cli.tables import write_table
 from softrank.cli.common import check_not_input, output_dir, output_file, path_arg, replay_tables
 from softrank.cli.replay_tables import eps_fraction
-from softrank.fastpath.replay_table import REQUIRED, check_table_rows, read_replay_table  # noqa: F401
+from softrank.fastpath.replay_table import check_table_rows, read_replay_table
 from softrank.validated.errors import InputError
 
 VERDICTS = ("feasible", "impossible", "unresolved")

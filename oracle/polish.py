@@ -82,10 +82,6 @@ def best_factor(A, V, klass="unrestricted", method="auto"):
     return _step(A, V, True, len(V), klass, method)
 
 
-def _round(M, den):
-    return [[x.limit_denominator(den) for x in row] for row in M]
-
-
 def _float_factor(A, fixed, unknown_rows, k, klass):
     """The binary64 optimum of the fit LP (HiGHS's point, a proposal only) as a list of rows, and
     its binary64 value; (None, None) when HiGHS gives none."""
@@ -102,7 +98,8 @@ def _float_factor(A, fixed, unknown_rows, k, klass):
 
 
 def _rounded(F, den):
-    """Rationals near the binary64 entries of F (their exact values when ``den`` is None)."""
+    """Rationals with denominators at most ``den`` near the entries of F (binary64 or rational; the
+    exact values when ``den`` is None)."""
     return [[Fraction(v) if den is None else Fraction(v).limit_denominator(den) for v in row] for row in F]
 
 
@@ -155,11 +152,11 @@ def _polish_exact(A, eps, klass, V, method, rounds, den):
         if tau <= eps:
             return X, V
         if klass != "stochastic":  # (rounding X would break X V 1 = 1 for every V)
-            X = _round(X, den)
+            X = _rounded(X, den)
         V, tau = _step(A, X, False, k, klass, method)
         if V is None:
             return None
         if tau <= eps:
             return X, V
-        V = _round(V, den)
+        V = _rounded(V, den)
     return None

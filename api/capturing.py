@@ -34,8 +34,8 @@ class Captured:
         full operators for encoders and cross-attention; for causal self-attention the
         common-prefix blocks of each width in ``widths`` (default: the widest the pass allows,
         N = (P + 1) // 2 for P tokens)."""
-        from softrank.fastpath.models import _tag
-        from softrank.fastpath.operators import operators_for, provenance, record_id
+        from softrank.fastpath.capture.models import _tag
+        from softrank.fastpath.capture.operators import operators_for, provenance, record_id
 
         out = []
         tag = _tag(self.model_name)
@@ -61,7 +61,7 @@ def capture(model, layers=None, family: str | None = None):
     """``with softrank.capture(model) as cap: model(**inputs)``; then ``cap.captures`` and
     ``cap.records(widths=[64])``.  ``layers`` restricts the layers kept; ``family`` overrides the
     one read from ``model.config.model_type``."""
-    from softrank.fastpath.capture import capturing
+    from softrank.fastpath.capture.dispatch import capturing
 
     with capturing(model, family=family, layers=None if layers is None else set(layers)) as session:
         yield Captured(session, model)

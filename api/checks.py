@@ -1,6 +1,6 @@
 """Bracketing (untrusted float64) and validated replay of one record, in memory.
 
-- :func:`bracket` runs the producer's float64 bracketing (``softrank.fastpath.bracket.bracket_matrix``)
+- :func:`bracket` runs the producer's float64 bracketing (``softrank.fastpath.bracket.matrix.bracket_matrix``)
   on a record's ``A_hat`` and returns a copy carrying, per eps, the best witness, the lower
   certificates and the float64 bracket: claims, not proofs.
 - :func:`validate` replays a record with the trusted checker (``softrank.replay.engine.replay_record``),
@@ -24,7 +24,7 @@ def bracket(record: core.Record, eps=BRACKET_EPS, mode: str = "fast") -> Record:
     """A copy of ``record`` with float64 brackets at each eps (a float or an exact rational in (0, 1)):
     the best witness ``X Y^T``, the certificates achieving the largest lower end, and
     ``float64_lower``, ``float64_upper`` and verdicts at the budgets 8, 16, 32 (untrusted)."""
-    from softrank.fastpath.bracket import bracket_matrix
+    from softrank.fastpath.bracket.matrix import bracket_matrix
 
     eps_list = [eps] if isinstance(eps, (int, float, str, Fraction)) else list(eps)
     if not eps_list:

@@ -62,7 +62,7 @@ class Store:
     def write(self, record: core.Record, index: bool = True) -> str:
         """Write ``record`` (operator, A_hat, every tolerance) and, with ``index``, rewrite
         ``index.csv``; returns the record id."""
-        from softrank.fastpath.writer import RecordWriter, write_index
+        from softrank.fastpath.store.writer import RecordWriter, write_index
 
         with RecordWriter(self.path, record.record_id, dict(record.provenance)) as writer:
             if record.form == "logits":
@@ -83,7 +83,7 @@ class Store:
 
     def write_all(self, records) -> list[str]:
         """Write several records, then ``index.csv`` once."""
-        from softrank.fastpath.writer import write_index
+        from softrank.fastpath.store.writer import write_index
 
         ids = [self.write(r, index=False) for r in records]
         write_index(self.path)

@@ -1,7 +1,7 @@
 """``softrank attack STORE``: try to beat every validated lower end of a store.
 
 For each record the validated replay (``softrank.replay.engine``) gives the proved lower ends;
-``softrank.fastpath.attack`` then searches for a matrix of rank L - 1 within eps with every upper
+``softrank.fastpath.studies.attack`` then searches for a matrix of rank L - 1 within eps with every upper
 construction and ``--restarts`` restarts of the alternating l1.  A witness the checker proves at
 rank L - 1 would contradict a proved lower end: it is reported as a soundness failure (exit 1).
 Writes ``attack.csv`` / ``attack.json`` into ``--out`` (default STORE/attack).
@@ -31,7 +31,7 @@ def configure(parser) -> None:
 
 
 def _attack_folder(args: tuple[str, int]):
-    from softrank.fastpath.attack import attack_record
+    from softrank.fastpath.studies.attack import attack_record
     from softrank.replay.engine import replay_record
     from softrank.replay.reader import read_record
 
@@ -46,7 +46,7 @@ def _attack_folder(args: tuple[str, int]):
 
 
 def run(args) -> int:
-    from softrank.fastpath.files import write_csv, write_json
+    from softrank.fastpath.store.files import write_csv, write_json
     from softrank.replay.reader import record_entries
 
     jobs = check_count(args.jobs, "jobs", maximum=max_jobs())

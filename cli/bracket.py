@@ -42,7 +42,7 @@ from softrank import __version__
 from softrank.cli.common import Journal, check_count, check_not_input, max_jobs, output_dir, parallel_map, parse_tolerances
 from softrank.cli.common import path_arg, store_records
 from softrank.cli.common import progress as progress_bar
-from softrank.fastpath.files import write_json
+from softrank.fastpath.store.files import write_json
 from softrank.validated.errors import InputError
 
 DEFAULT_EPS = "0.15,0.25,0.35"
@@ -76,7 +76,7 @@ class BracketJob:
 
     def __init__(self, store, out=None, *, eps_list=(Fraction(3, 20), Fraction(1, 4), Fraction(7, 20)),
                  mode: str = "fast", resume: bool = False):
-        from softrank.fastpath.bracket_store import eps_text, recover_store, start_run, tolerances
+        from softrank.fastpath.bracket.store import eps_text, recover_store, start_run, tolerances
         from softrank.replay.reader import record_entries
 
         self.store, self.mode = Path(store), mode
@@ -110,7 +110,7 @@ class BracketJob:
     def _finished(self) -> dict[str, dict]:
         """Journal entries of records still in the store whose written record is unchanged (and,
         with ``--out``, whose source is unchanged too)."""
-        from softrank.fastpath.bracket_store import file_sha256
+        from softrank.fastpath.bracket.store import file_sha256
 
         by_name = {Path(f).name: Path(f) for f in self.folders}
         done = {}
@@ -128,7 +128,7 @@ class BracketJob:
                 progress: Callable[[int, int], None] | None = None) -> list[dict]:
         """Bracket the records not yet done (journaling each as it is written), then write the
         tables; returns the rows (store order, then eps)."""
-        from softrank.fastpath.bracket_store import bracket_task
+        from softrank.fastpath.bracket.store import bracket_task
 
         payloads = dict(self.done)
         for f in self.folders:  # a FIFO or device as record.json: reported here, never opened by a worker
@@ -147,7 +147,7 @@ class BracketJob:
 
     def _finish(self, payloads: dict[str, dict]) -> list[dict]:
         """``index.csv``, ``bracket.csv``, then the manifest, then the journal is removed."""
-        from softrank.fastpath.bracket_store import eps_text, file_sha256, write_tables
+        from softrank.fastpath.bracket.store import eps_text, file_sha256, write_tables
 
         rows = [row for folder in self.folders for row in payloads[Path(folder).name]["rows"]]
         self.errors = [payloads[Path(f).name]["error"] for f in self.folders if payloads[Path(f).name].get("error")]

@@ -166,7 +166,7 @@ def output_file(path, field: str = "out", folder_must_exist: bool = True):
     import os
     from pathlib import Path
 
-    from softrank.fastpath.files import check_output_file
+    from softrank.fastpath.store.files import check_output_file
 
     path = Path(path)
     if not str(path).strip():
@@ -213,7 +213,7 @@ def json_text(obj, **kwargs) -> str:
     that a degenerate record lacks is null, never the non-standard ``NaN``)."""
     import json
 
-    from softrank.fastpath.files import json_ready
+    from softrank.fastpath.store.files import json_ready
 
     return json.dumps(json_ready(obj), allow_nan=False, **kwargs)
 
@@ -233,7 +233,7 @@ def theorem_records(args, errors: list[str]) -> list:
     """The records of ``args.stores`` selected by ``--records``, ``--limit`` and ``--max-n`` (for
     ``softrank kappa`` and ``softrank theorem``), after checking those counts and ``--out``; a record
     that cannot be read is one line in ``errors``.  An empty selection without errors is refused."""
-    from softrank.fastpath.theorem.records import select_records
+    from softrank.fastpath.studies.theorem.records import select_records
 
     check_count(args.limit, "limit")
     check_count(args.max_n, "max-n")

@@ -1,5 +1,5 @@
 """``softrank demo``: build a small demonstration store (synthetic softmax operators, no model
-needed, ``softrank.fastpath.demo``), then replay it."""
+needed, ``softrank.fastpath.store.demo``), then replay it."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def configure(parser) -> None:
 def run(args) -> int:
     from softrank.cli.common import check_count, output_dir
     from softrank.cli.replay import replay_store
-    from softrank.fastpath.demo import build_demo_store
+    from softrank.fastpath.store.demo import build_demo_store
 
     check_count(args.operators, "operators", maximum=MAX_OPERATORS)
     check_count(args.size, "size", minimum=2, maximum=MAX_SIZE)

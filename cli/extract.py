@@ -1,5 +1,5 @@
 """``softrank extract``: capture attention operators from a model into a store (the front end of
-``softrank.fastpath.extract.extract_to_store``; records are written unbracketed)."""
+``softrank.fastpath.capture.extract.extract_to_store``; records are written unbracketed)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from softrank.cli.common import check_count, check_device, output_dir, parse_int_list, path_arg, progress, value_arg
-from softrank.fastpath.extract import DEFAULT_THREADS
+from softrank.fastpath.capture.extract import DEFAULT_THREADS
 
 
 def configure(parser) -> None:
@@ -86,7 +86,7 @@ def _texts(paths: list[str] | None):
 
 
 def run(args) -> int:
-    from softrank.fastpath.extract import extract_to_store
+    from softrank.fastpath.capture.extract import extract_to_store
 
     check_device(args.device)
     check_count(args.seed, "seed", minimum=0)

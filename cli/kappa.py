@@ -2,8 +2,8 @@
 
 For each record, C = P_m H P_N is formed from the logits (never from log A), T := X0 Y0^T with
 X0, Y0 the balanced factors of a float64 rank-r SVD of C (T is defined exactly by these binary64
-factors; ``softrank.fastpath.theorem.kappa``).  The SDP of proofs/kappa_duality_contrast.md
-(``fastpath/kappa_sdp.py``: cvxpy + Clarabel, untrusted) proposes dual weights (p, q)
+factors; ``softrank.fastpath.studies.theorem.kappa``).  The SDP of proofs/kappa_duality_contrast.md
+(``fastpath/studies/theorem/kappa_sdp.py``: cvxpy + Clarabel, untrusted) proposes dual weights (p, q)
 and a primal (S, c, d); ``softrank.validated.kappa_certificates`` turns them into
 
     lower  <= kappa(T) <= upper          (Arb balls; Lemmas K1, K1', K3)
@@ -40,8 +40,8 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    from softrank.fastpath.files import write_csv
-    from softrank.fastpath.theorem.kappa import kappa_bracket_record
+    from softrank.fastpath.store.files import write_csv
+    from softrank.fastpath.studies.theorem.kappa import kappa_bracket_record
 
     ranks = parse_int_list(args.rank, "rank", minimum=1)
     errors: list[str] = []  # one line per malformed record or failed computation; the others go on

@@ -34,7 +34,7 @@ from softrank.cli.common import check_count
 from softrank.cli.tables import write_table
 from softrank.cli.common import check_not_input, output_dir, output_file, path_arg, replay_tables
 from softrank.cli.replay_tables import eps_fraction
-from softrank.fastpath.replay_table import check_table_rows, read_replay_table
+from softrank.fastpath.store.replay_table import check_table_rows, read_replay_table
 from softrank.validated.errors import InputError
 
 VERDICTS = ("feasible", "impossible", "unresolved")
@@ -52,12 +52,12 @@ def configure(parser) -> None:
 
 
 def _read(folder: Path, name: str) -> list[dict]:
-    """The checked rows of FOLDER/NAME (``softrank.fastpath.replay_table.read_replay_table``)."""
+    """The checked rows of FOLDER/NAME (``softrank.fastpath.store.replay_table.read_replay_table``)."""
     return read_replay_table(folder, name)
 
 
 def _check_rows(folder: Path, name: str, columns: list[str], rows: list[dict]) -> None:
-    """A table written by ``softrank replay`` (``softrank.fastpath.replay_table.check_table_rows``:
+    """A table written by ``softrank replay`` (``softrank.fastpath.store.replay_table.check_table_rows``:
     required columns; per row a record id, the written types, finite numbers in range, a known
     status and verdicts, valid JSON lists, validated lower <= upper).  Anything else is an
     ``InputError`` naming the file, the row, its record and the column."""
@@ -308,7 +308,7 @@ def _check_baseline_target(args) -> None:
 
 def _baselines(args, folder: Path) -> int:
     """``--write-baseline`` and ``--against``: 1 when the replay differs from the baseline."""
-    from softrank.fastpath.files import atomic_write
+    from softrank.fastpath.store.files import atomic_write
 
     against, write = getattr(args, "against", None), getattr(args, "write_baseline", None)
     if against is None and write is None:

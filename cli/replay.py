@@ -45,7 +45,7 @@ from softrank.cli.common import Journal, check_count, max_jobs, output_dir, para
 from softrank.cli.common import check_not_input, path_arg, store_records
 from softrank.cli.replay_tables import DEFAULT_BUDGETS, REPLAY_COLUMNS, VERDICT_COLUMNS, result_rows
 from softrank.cli.tables import write_table
-from softrank.fastpath.files import write_json
+from softrank.fastpath.store.files import write_json
 from softrank.replay.engine import RecordResult, replay_record
 from softrank.replay.reader import read_record, record_entries
 from softrank.validated.errors import InputError
@@ -197,7 +197,7 @@ def record_counts(result: RecordResult) -> dict:
 
 def _fingerprint(folder: str) -> str:
     """SHA-256 of a record's manifest (which holds every array's hash): a changed record is redone."""
-    from softrank.fastpath.files import read_regular_file
+    from softrank.fastpath.store.files import read_regular_file
 
     try:  # never a FIFO or a device (those would block or never end); the reader reports them
         return hashlib.sha256(read_regular_file(Path(folder) / "record.json")).hexdigest()

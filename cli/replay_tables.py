@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import pyarrow as pa
 
-from softrank.fastpath.replay_table import eps_fraction  # noqa: F401  (the tables' eps text, for their readers)
+from softrank.fastpath.store.replay_table import eps_fraction  # noqa: F401  (the tables' eps text, for their readers)
 from softrank.replay.engine import RecordResult
 from softrank.validated.balls import float_at_least
 

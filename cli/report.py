@@ -26,7 +26,7 @@ from pathlib import Path
 from softrank.cli import report_figures as rf
 from softrank.cli.common import check_not_input, output_dir, output_file, path_arg, replay_tables
 from softrank.cli.regress import VERDICTS, _read, analyse
-from softrank.fastpath.files import atomic_write
+from softrank.fastpath.store.files import atomic_write
 from softrank.validated.errors import InputError
 
 STYLE = """body{font-family:sans-serif;max-width:1400px;margin:1em auto;padding:0 1em;color:#222}

@@ -9,7 +9,7 @@ Conventions: the validated bracket of a row is ``L = validated_lower`` and ``U =
 a row without a proved witness has ``U = min(m, N)`` (the full rank, always an upper end); a row is
 *resolved* when ``L >= 1`` and ``U <= 2 L``, *closed* when ``L = U``; ``U/L`` divides by
 ``max(L, 1)``.  The summary also gives the share resolved by the wider criterion of the README's
-results table (``softrank.fastpath.bracket.resolved``: U <= 2L, or U - L <= 2, or U - L <= p/10),
+results table (``softrank.fastpath.bracket.matrix.resolved``: U <= 2L, or U - L <= 2, or U - L <= p/10),
 applied to the validated ends.  The witness margin is ``eps - certified bound`` of a proved witness.
 """
 
@@ -77,7 +77,7 @@ def is_resolved(r: dict) -> bool:
 
 def results_resolved(r: dict) -> bool:
     """The README results table's criterion on the validated ends (False without a proved witness)."""
-    from softrank.fastpath.bracket import resolved
+    from softrank.fastpath.bracket.matrix import resolved
 
     return resolved(lower_end(r), r.get("validated_upper"), full_rank(r))
 

@@ -4,7 +4,7 @@ On its embedded default panel (DEFAULT_PANELS of ``softrank extract``: 64 all-Mi
 operators at 256 x 256 and 54 SmolLM2-135M common-prefix blocks at N = 128, stdlib documentation
 passages selected by seed 0) it
 
-1. extracts the operators (``softrank.fastpath.extract.extract_to_store``) into ``OUT/store``;
+1. extracts the operators (``softrank.fastpath.capture.extract.extract_to_store``) into ``OUT/store``;
 2. brackets them in float64 at eps 0.15, 0.25, 0.35 (``softrank bracket``, in place; each ``--eps``
    item is the exact rational it spells, stored as such in the records);
 3. replays every witness and certificate with the validated checker into ``OUT/replay``;
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from softrank.cli.common import check_device, output_dir, path_arg, value_arg
 from softrank.cli.extract import progress_report
-from softrank.fastpath.files import write_csv, write_json
+from softrank.fastpath.store.files import write_csv, write_json
 from softrank.validated.errors import InputError
 
 MODELS = ("minilm", "smollm2")
@@ -45,10 +45,10 @@ def configure(parser) -> None:
 
 def _extraction_api():
     try:
-        from softrank.fastpath.extract import extract_to_store
+        from softrank.fastpath.capture.extract import extract_to_store
     except ImportError as err:  # the extraction half of the fast path is missing
         raise InputError("softrank run", "extraction",
-                         f"the extraction API softrank.fastpath.extract.extract_to_store is not available ({err})")
+                         f"the extraction API softrank.fastpath.capture.extract.extract_to_store is not available ({err})")
     return extract_to_store
 
 

@@ -1,8 +1,8 @@
 """``softrank study widths``: fixed rank budgets across common-prefix block widths (the front end
-of ``softrank.fastpath.study_widths.run_study``; docs/study-widths.md).
+of ``softrank.fastpath.studies.widths.run_study``; docs/study-widths.md).
 
 ``softrank study kappa``: does the theorem's own size track the validated rank bracket? (the front
-end of ``softrank.fastpath.theorem.kappa_study.run_kappa_study``; docs/kappa-study.md)."""
+end of ``softrank.fastpath.studies.theorem.kappa_study.run_kappa_study``; docs/kappa-study.md)."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ class _StageBars:
 def run(args) -> int:
     if args.study == "kappa":
         return _run_kappa(args)
-    from softrank.fastpath.study_widths import run_study
+    from softrank.fastpath.studies.widths import run_study
 
     opts = _arguments(args)
     extract = {k: getattr(args, k) for k in ("sources", "seed", "tokens", "device") if getattr(args, k) is not None}
@@ -179,7 +179,7 @@ def _run_kappa(args) -> int:
     from pathlib import Path
 
     from softrank.cli.common import check_not_input, output_dir, replay_tables, store_records
-    from softrank.fastpath.theorem.kappa_study import run_kappa_study
+    from softrank.fastpath.studies.theorem.kappa_study import run_kappa_study
 
     ranks = parse_int_list(args.ranks, "ranks", minimum=1)
     for value, field in ((args.jobs, "jobs"), (args.limit, "limit"), (args.bootstrap, "bootstrap")):

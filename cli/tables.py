@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from softrank.fastpath.files import atomic_write, write_json
+from softrank.fastpath.store.files import atomic_write, write_json
 
 
 def write_table(stem: str | os.PathLike, rows: list[dict[str, Any]], columns: list[tuple[str, pa.DataType]],

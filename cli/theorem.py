@@ -46,7 +46,7 @@ def configure(parser) -> None:
 
 
 def _emit(args, summary: dict, rows: list[dict]) -> None:
-    from softrank.fastpath.files import write_csv
+    from softrank.fastpath.store.files import write_csv
 
     if getattr(args, "out", None) is not None:  # checked (theorem_records) before any work
         write_csv(args.out, rows)
@@ -58,7 +58,7 @@ def _emit(args, summary: dict, rows: list[dict]) -> None:
 
 
 def _perturbation(args) -> int:
-    from softrank.fastpath.theorem.perturbation import perturbation_suite
+    from softrank.fastpath.studies.theorem.perturbation import perturbation_suite
 
     for value, field in ((args.random, "random"), (args.adversarial, "adversarial")):
         check_count(value, field, minimum=0, maximum=MAX_CASES)
@@ -128,9 +128,9 @@ def _record_rows(args, recs, ranks, errors: list[str]) -> list[dict]:
 
 
 def _check_one(args, rec, r: int) -> list[dict]:
-    from softrank.fastpath.theorem.gauge import gauge_audit_record
-    from softrank.fastpath.theorem.kappa import kappa_gamma_record
-    from softrank.fastpath.theorem.tau import tau_check_record
+    from softrank.fastpath.studies.theorem.gauge import gauge_audit_record
+    from softrank.fastpath.studies.theorem.kappa import kappa_gamma_record
+    from softrank.fastpath.studies.theorem.tau import tau_check_record
 
     if args.check == "tau":
         return [tau_check_record(rec, r)]

@@ -1,5 +1,5 @@
 """``softrank tighten STORE --out STORE2``: the heavier search that ``softrank run`` leaves out,
-on a bracketed store (``fastpath/tighten.py``): per record and tolerance, the upper end lowered by
+on a bracketed store (``fastpath/tighten/records.py``): per record and tolerance, the upper end lowered by
 a smoothed-minimax optimiser stepping down from the stored witness, the lower end raised by
 growing the stored decoder with W from the eps* linear program, within ``--budget`` seconds per
 record.  A witness or certificate is written only when strictly better and checked in float64;
@@ -100,7 +100,7 @@ def readable_records(store, records: list[str] | None) -> list[str] | None:
 def check_paths(store, out, eps_list, records) -> Path:
     """STORE must be a store holding the chosen records and tolerances; STORE2 must differ from
     it and be new or empty (nothing there is changed otherwise)."""
-    from softrank.fastpath.tighten import check_selection
+    from softrank.fastpath.tighten.records import check_selection
     from softrank.replay.reader import record_entries
 
     check_selection(store, None, records)  # InputError when STORE is not a store or an id is unknown
@@ -121,8 +121,8 @@ def run(args) -> int:
     eps_list = parse_eps_items(args.eps)
     records = parse_records(args.records)
     out = check_paths(args.store, args.out, eps_list, records)
-    from softrank.fastpath.bracket_store import limit_threads
-    from softrank.fastpath.tighten import tighten_store
+    from softrank.fastpath.bracket.store import limit_threads
+    from softrank.fastpath.tighten.records import tighten_store
     from softrank.replay.reader import record_entries
 
     limit_threads()

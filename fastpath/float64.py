@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+MARGIN = 1e-9  # a float64 claim is kept only with this much room: value <= eps - MARGIN, <= 1 - MARGIN
+
 
 def rowsoftmax64(logits: np.ndarray) -> np.ndarray:
     """float64 row softmax of float64 logits (max-shifted)."""

@@ -19,7 +19,7 @@ class OperatorCache:
         self._cpqr = None
         self._rpqr = None
         self._peaks = None
-        self._oracle = None
+        self.derived: dict[str, object] = {}  # objects its consumers build from A, by name
         self.rw_bases: dict[int, np.ndarray] = {}  # rank -> best row-reweighted basis (N x k)
         self.rep_order: np.ndarray | None = None  # greedy order of representative rows
         self.lp_solves = 0
@@ -31,15 +31,6 @@ class OperatorCache:
             U, s, Vt = np.linalg.svd(self.A, full_matrices=False)
             self._svd = (U, s, Vt)
         return self._svd
-
-    @property
-    def oracle(self):
-        """Brackets of the critical tolerance of decoder row sets (``fastpath/decoder_oracle.py``)."""
-        if self._oracle is None:
-            from softrank.fastpath.decoder_oracle import SetOracle
-
-            self._oracle = SetOracle(self.A)
-        return self._oracle
 
     @property
     def peaks(self) -> np.ndarray:

@@ -10,7 +10,7 @@ A *store* is a folder::
 
 Every array is referenced from the manifest as ``{"path", "dtype", "shape", "sha256"}``.  The
 reader (``softrank.replay.reader``) checks every field; the producer's writer lives outside the
-trusted core (``softrank.fastpath.writer``).  The field list is in ``docs/record-format.md``.
+trusted core (``softrank.fastpath.store.writer``).  The field list is in ``docs/record-format.md``.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def attention_like(n: int, rng: np.random.Generator):
 
 
 def make_store(path: Path, n: int, count: int, seed: int) -> None:
-    from softrank.fastpath.writer import RecordWriter
+    from softrank.fastpath.store.writer import RecordWriter
 
     rng = np.random.default_rng(seed)
     for i in range(count):
@@ -53,7 +53,7 @@ def make_store(path: Path, n: int, count: int, seed: int) -> None:
 def _real_store(path: Path, model: str, n: int, count: int) -> bool:
     """Extract ``count`` operators of width n from a real model into ``path`` (not timed)."""
     try:
-        from softrank.fastpath.extract import extract_to_store
+        from softrank.fastpath.capture.extract import extract_to_store
     except ImportError:
         return False
     opts = {"max_operators": count, "device": "cpu", "progress": False, "sources": 2}
@@ -86,7 +86,7 @@ def svd_seconds(store: Path, repeats: int = 7) -> float:
 
 def _bench_case(tmp: str, model: str, n: int, count: int, repeats: int, jobs: int) -> dict:
     """Extract (untimed), then bracket ``repeats`` copies; the measured figures of the case."""
-    from softrank.fastpath.bracket_store import bracket_store
+    from softrank.fastpath.bracket.store import bracket_store
 
     src = Path(tmp) / f"src-{model}-{n}"
     real = _real_store(src, model, n, count)

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from helpers import demo_store_and_replay
-from softrank.fastpath.demo import build_demo_store
+from softrank.fastpath.store.demo import build_demo_store
 
 
 @pytest.fixture(scope="module")
@@ -226,7 +226,7 @@ def test_logits_outside_the_float64_range_of_the_theory_are_one_line(tmp_path, s
     record and field 'logits', the other records computed, exit 2."""
     import numpy as np
 
-    from softrank.fastpath.writer import RecordWriter
+    from softrank.fastpath.store.writer import RecordWriter
 
     rng = np.random.default_rng(0)
     for i, s in enumerate((1.0, scale, 1.0)):

@@ -11,7 +11,7 @@ import pytest
 
 from softrank.cli import main
 from softrank.fastpath.float64 import rowsoftmax64
-from softrank.fastpath.writer import RecordWriter
+from softrank.fastpath.store.writer import RecordWriter
 
 
 @pytest.fixture

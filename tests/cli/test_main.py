@@ -139,7 +139,7 @@ def test_plain_install_gives_working_imports(tmp_path):
     assert not (target / "validated").exists() and not (target / "replay").exists()  # no bare top-level packages
     env = dict(os.environ, PYTHONPATH=str(target))
     modules = ["softrank", "softrank.validated.upper_witness", "softrank.replay.engine", "softrank.exact",
-               "softrank.oracle", "softrank.fastpath", "softrank.fastpath.files", "softrank.advisors",
+               "softrank.oracle", "softrank.fastpath", "softrank.fastpath.store.files", "softrank.advisors",
                "softrank.cli", "softrank.cli.replay", "softrank.cli.regress", "softrank.cli.bench"]
     code = f"import importlib\nfor m in {modules!r}:\n    print(importlib.import_module(m).__file__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)

@@ -1,5 +1,5 @@
 """Damaged replay tables read by ``softrank regress``, ``softrank report`` and ``softrank study
-kappa`` (one check shared by the three: ``softrank.fastpath.replay_table.read_replay_table``): each is
+kappa`` (one check shared by the three: ``softrank.fastpath.store.replay_table.read_replay_table``): each is
 one line on stderr naming the file and the column, exit code 2, no traceback, nothing already
 written changed.  Also: special files in place of a table, a corrupt ``study kappa --resume``
 cache entry (recomputed, said on one line) and the bound on ``--bootstrap``."""
@@ -236,6 +236,6 @@ def test_bootstrap_bound_value():
 
 def test_the_check_knows_the_written_lower_outcome_fields():
     from softrank.cli.replay_tables import LOWER_OUTCOME
-    from softrank.fastpath.replay_table import LOWER_OUTCOME_FIELDS
+    from softrank.fastpath.store.replay_table import LOWER_OUTCOME_FIELDS
 
     assert tuple(LOWER_OUTCOME.names) == LOWER_OUTCOME_FIELDS

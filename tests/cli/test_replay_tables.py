@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from softrank.cli.replay_tables import eps_fraction, eps_text
 from softrank.cli.tables import table_metadata
 from softrank.fastpath.float64 import rowsoftmax64
-from softrank.fastpath.writer import RecordWriter
+from softrank.fastpath.store.writer import RecordWriter
 
 
 def _store(tmp_path):

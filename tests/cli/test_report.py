@@ -20,9 +20,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from softrank.fastpath.demo import build_demo_store, frobenius_lower, tsvd_witness
+from softrank.fastpath.store.demo import build_demo_store, frobenius_lower, tsvd_witness
 from softrank.fastpath.float64 import rowsoftmax64
-from softrank.fastpath.writer import RecordWriter, write_index
+from softrank.fastpath.store.writer import RecordWriter, write_index
 
 CORPUS = Path(__file__).resolve().parent.parent / "soundness" / "certificates"
 WIDTHS = (8, 16, 32)

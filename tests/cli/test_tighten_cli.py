@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from softrank.cli import main
 from softrank.fastpath.float64 import rowsoftmax64
-from softrank.fastpath.writer import RecordWriter
+from softrank.fastpath.store.writer import RecordWriter
 
 N = 20
 

@@ -10,8 +10,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from softrank.fastpath.attack import attack_record
-from softrank.fastpath.demo import build_demo_store
+from softrank.fastpath.studies.attack import attack_record
+from softrank.fastpath.store.demo import build_demo_store
 from softrank.replay.engine import replay_record
 from softrank.replay.reader import list_records, read_record
 

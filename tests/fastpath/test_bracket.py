@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from softrank.fastpath import decoder as dec
-from softrank.fastpath import lower as low
-from softrank.fastpath.bracket import bracket_matrix, resolved, verdict
-from softrank.fastpath.constructions import CONSTRUCTIONS
+from softrank.fastpath.lower import decoder as dec
+from softrank.fastpath.lower import certificates as low
+from softrank.fastpath.bracket.matrix import bracket_matrix, resolved, verdict
+from softrank.fastpath.upper.constructions import CONSTRUCTIONS
 from softrank.fastpath.float64 import decoder_value, max_row_l1
 from softrank.fastpath.float64 import rowsoftmax64
 from softrank.fastpath.operator_cache import OperatorCache
-from softrank.fastpath.rank_search import MARGIN, search_ranks, tsvd_scan
-from softrank.fastpath.refine import shrink
+from softrank.fastpath.upper.rank_search import MARGIN, search_ranks, tsvd_scan
+from softrank.fastpath.upper.refine import shrink
 
 
 def block_uniform(blocks: int, size: int) -> np.ndarray:
@@ -157,7 +157,7 @@ def test_resolved_rule_and_verdicts():
 
 
 def test_construction_ratios_median_to_best():
-    from softrank.fastpath.construction_study import construction_ratios
+    from softrank.fastpath.studies.constructions import construction_ratios
 
     base = {"family": "bert", "eps": "0.25", "m": "64", "N": "64"}
     rows = [dict(base, rank_tsvd="10", rank_rwsvd="8", rank_altl1="5", rank_cpqr="12", rank_rpqr="", rank_reprows="20"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from softrank.fastpath.bracket_store import bracket_store
+from softrank.fastpath.bracket.store import bracket_store
 from softrank.cli.replay import replay_store
 from softrank.replay.reader import list_records, read_record
 
@@ -13,7 +13,7 @@ pytest.importorskip("transformers")
 
 
 def _extract(model, store, **opts):
-    from softrank.fastpath.extract import extract_to_store
+    from softrank.fastpath.capture.extract import extract_to_store
 
     return extract_to_store(model, store, device="cpu", progress=False, **opts)
 

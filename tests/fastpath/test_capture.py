@@ -14,14 +14,14 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from softrank.fastpath.capture import (
+from softrank.fastpath.capture.dispatch import (
     CAPTURE_IMPLEMENTATION,
     capturing,
     register_capture,
     repeat_kv,
 )
 from softrank.fastpath.float64 import rowsoftmax64
-from softrank.fastpath.operators import block_operator, full_operator, operators_for
+from softrank.fastpath.capture.operators import block_operator, full_operator, operators_for
 
 TOL = 1e-5
 

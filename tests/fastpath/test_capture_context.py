@@ -15,10 +15,10 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import softrank
-from softrank.fastpath.capture import CaptureWarning, capturing
-from softrank.fastpath.extract import extract_to_store
+from softrank.fastpath.capture.dispatch import CaptureWarning, capturing
+from softrank.fastpath.capture.extract import extract_to_store
 from softrank.fastpath.float64 import rowsoftmax64
-from softrank.fastpath.models import wrap_model
+from softrank.fastpath.capture.models import wrap_model
 from softrank.replay.reader import read_record
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -90,7 +90,7 @@ def test_capture_switches_matches_and_restores(family):
 
 
 def test_restored_on_exception_and_nothing_left_active():
-    from softrank.fastpath import capture as capture_module
+    from softrank.fastpath.capture import dispatch as capture_module
 
     model = FAMILIES["gpt2"][0]().eval()
     assert model.config._attn_implementation == "sdpa"

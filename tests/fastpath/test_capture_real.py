@@ -10,11 +10,11 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from softrank.fastpath.capture import CAPTURE_IMPLEMENTATION, capturing  # noqa: E402
-from softrank.fastpath.extract import extract_to_store  # noqa: E402
+from softrank.fastpath.capture.dispatch import CAPTURE_IMPLEMENTATION, capturing  # noqa: E402
+from softrank.fastpath.capture.extract import extract_to_store  # noqa: E402
 from softrank.fastpath.float64 import rowsoftmax64  # noqa: E402
-from softrank.fastpath.models import load_model  # noqa: E402
-from softrank.fastpath.sources import stdlib_passages  # noqa: E402
+from softrank.fastpath.capture.models import load_model  # noqa: E402
+from softrank.fastpath.capture.sources import stdlib_passages  # noqa: E402
 from softrank.replay.reader import list_records, read_record  # noqa: E402
 
 TOL = 1e-5

@@ -17,8 +17,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from softrank.cli import main
-from softrank.fastpath.extract import extract_to_store
-from softrank.fastpath.sources import decode_image, image_file
+from softrank.fastpath.capture.extract import extract_to_store
+from softrank.fastpath.capture.sources import decode_image, image_file
 from softrank.replay.reader import read_record
 from softrank.validated.errors import InputError
 
@@ -77,7 +77,7 @@ def _png(pixels: np.ndarray) -> bytes:
 
 def test_png_and_ppm_decode_exactly():
     pixels = np.random.default_rng(0).integers(0, 256, size=(11, 7, 3)).astype(np.uint8)
-    from softrank.fastpath import sources
+    from softrank.fastpath.capture import sources
 
     if getattr(sources, "Image", None) is None:
         assert np.array_equal(sources._png(_png(pixels), "x.png"), pixels)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from softrank.fastpath.conjugate_gradients import minimize_cg
-from softrank.fastpath.decoder import smooth_decoder_w
+from softrank.fastpath.lower.conjugate_gradients import minimize_cg
+from softrank.fastpath.lower.decoder import smooth_decoder_w
 
 
 def _smoothed(M: np.ndarray, eps: float, mu: float, delta: float):

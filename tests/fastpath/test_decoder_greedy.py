@@ -1,9 +1,9 @@
-"""``fastpath/decoder_greedy.py``: the right inverses updated one row at a time are right inverses
+"""``fastpath/lower/decoder_greedy.py``: the right inverses updated one row at a time are right inverses
 of A_S, and their estimates are the decoder values of the updated matrices."""
 
 import numpy as np
 
-from softrank.fastpath.decoder_greedy import RightInverses, first_fit
+from softrank.fastpath.lower.decoder_greedy import RightInverses, first_fit
 from softrank.fastpath.float64 import decoder_value
 
 

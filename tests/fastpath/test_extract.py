@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from softrank.cli import main
-from softrank.fastpath.extract import extract_to_store, spread_pairs
+from softrank.fastpath.capture.extract import extract_to_store, spread_pairs
 from softrank.replay.reader import read_record
 from softrank.validated.errors import InputError
 

@@ -10,15 +10,15 @@ import math
 import numpy as np
 import pytest
 
-from softrank.fastpath.theorem import kappa_corr as kcorr
-from softrank.fastpath.theorem.kappa_full import bracket_kappa_eg, kappa_c_record, solve_kappa_eg
+from softrank.fastpath.studies.theorem import kappa_corr as kcorr
+from softrank.fastpath.studies.theorem.kappa_full import bracket_kappa_eg, kappa_c_record, solve_kappa_eg
 
 
 def make_replayed_store(root, count=4, n=12, d=3, eps=(0.25, 0.35), families=("fam",)):
     from softrank.cli.replay import replay_store
-    from softrank.fastpath.bracket_store import bracket_store
+    from softrank.fastpath.bracket.store import bracket_store
     from softrank.fastpath.float64 import rowsoftmax64
-    from softrank.fastpath.writer import RecordWriter
+    from softrank.fastpath.store.writer import RecordWriter
 
     rng = np.random.default_rng(7)
     for f, fam in enumerate(families):
@@ -154,7 +154,7 @@ def test_rank_one_kappa_is_the_product_of_half_ranges():
 
 
 def test_full_rank_bracket_validated_and_inside_the_sdp():
-    from softrank.fastpath.kappa_sdp import dual_lower_best, solve_kappa_sdp
+    from softrank.fastpath.studies.theorem.kappa_sdp import dual_lower_best, solve_kappa_sdp
     from softrank.validated import kappa_certificates as kc
 
     rng = np.random.default_rng(5)
@@ -207,8 +207,8 @@ def test_malformed_rows_and_records_are_reported_not_crashed_on(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from softrank.fastpath.theorem.kappa_study import read_brackets, select_operators
-    from softrank.fastpath.writer import RecordWriter
+    from softrank.fastpath.studies.theorem.kappa_study import read_brackets, select_operators
+    from softrank.fastpath.store.writer import RecordWriter
     from softrank.validated.errors import InputError
 
     rows = [{"record_id": "a", "eps": "0.25", "eps_value": 0.25, "validated_lower": 1, "validated_upper": 2},

@@ -1,11 +1,11 @@
-"""``fastpath/l1_fit.py``: the in-place regularisation of a Gram stack gives the numbers of the
+"""``fastpath/upper/l1_fit.py``: the in-place regularisation of a Gram stack gives the numbers of the
 plain expression bit for bit; IRLS lowers the row l1 errors of a least-squares start."""
 
 import numpy as np
 import pytest
 
 from softrank.fastpath.float64 import row_l1
-from softrank.fastpath.l1_fit import WeightedGrams, irls_rows, least_squares_rows, regularise
+from softrank.fastpath.upper.l1_fit import WeightedGrams, irls_rows, least_squares_rows, regularise
 
 
 @pytest.mark.parametrize("k", [1, 3, 23, 24, 40])

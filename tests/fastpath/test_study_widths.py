@@ -8,7 +8,7 @@ import json
 import math
 
 import pytest
-from softrank.fastpath.study_widths import (
+from softrank.fastpath.studies.widths import (
     ALPHA,
     DECLINES,
     UNRESOLVED,
@@ -76,7 +76,7 @@ def test_class_rule():
 def test_tiny_study_end_to_end(tmp_path):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from softrank.fastpath.study_widths import run_study
+    from softrank.fastpath.studies.widths import run_study
     from softrank.replay.reader import list_records, read_record
 
     torch.manual_seed(0)

@@ -41,7 +41,7 @@ def test_perturbation_wide_balls_are_unresolved():
 
 
 def test_perturbation_suite_sharpness_and_no_refutation():
-    from softrank.fastpath.theorem.perturbation import perturbation_suite
+    from softrank.fastpath.studies.theorem.perturbation import perturbation_suite
 
     res = perturbation_suite(n_random=30, n_adversarial=10, seed=2)
     assert res["counts"]["refuted"] == 0 and res["counts"]["unresolved"] == 0
@@ -56,9 +56,9 @@ def _small_operator(m=12, n=14, d=4, seed=0):
 
 
 def test_q_lp_matches_definition_and_tau_check_proved():
-    from softrank.fastpath.kappa_sdp import balanced_factors
-    from softrank.fastpath.theorem.records import double_centre
-    from softrank.fastpath.theorem.tau import q_lp
+    from softrank.fastpath.studies.theorem.kappa_sdp import balanced_factors
+    from softrank.fastpath.studies.theorem.records import double_centre
+    from softrank.fastpath.studies.theorem.tau import q_lp
 
     q, k, beta = _small_operator()
     h = beta * q @ k.T
@@ -87,7 +87,7 @@ def test_tau_check_unresolved_for_wide_logit_balls():
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     from softrank.fastpath.float64 import rowsoftmax64
-    from softrank.fastpath.writer import RecordWriter, write_index
+    from softrank.fastpath.store.writer import RecordWriter, write_index
 
     folder = tmp_path_factory.mktemp("store")
     for i in range(2):
@@ -156,7 +156,7 @@ def test_cli_perturbation_json(capsys):
 
 
 def test_karp_cycle_matches_lp_and_gives_validated_lower_bound():
-    from softrank.fastpath.theorem.tau import max_mean_cycle, q_lp
+    from softrank.fastpath.studies.theorem.tau import max_mean_cycle, q_lp
     from softrank.validated.tau import q_lower_cycle
 
     rng = np.random.default_rng(4)
@@ -190,7 +190,7 @@ def degenerate_store(tmp_path_factory):
     """Valid operators without the ratios the summaries report: uniform rows (A of rank 1, kappa
     and tau zero), two equal columns, and a single row (no rank r >= 1 below min(m, N))."""
     from softrank.fastpath.float64 import rowsoftmax64
-    from softrank.fastpath.writer import RecordWriter, write_index
+    from softrank.fastpath.store.writer import RecordWriter, write_index
 
     folder = tmp_path_factory.mktemp("degenerate")
     rng = np.random.default_rng(5)

@@ -1,4 +1,4 @@
-"""``softrank tighten`` (fastpath/tighten*.py): the minimax optimiser lowers a loose upper end and
+"""``softrank tighten`` (fastpath/tighten/records*.py): the minimax optimiser lowers a loose upper end and
 never keeps a witness that fails its float64 check; decoder growth never keeps a certificate whose
 float64 value exceeds 1 - MARGIN; tightening never makes a bracket worse (float64 and validated)
 and passes every stored tolerance's ``eps`` field through unchanged."""
@@ -12,13 +12,14 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from softrank.cli.replay import replay_store
-from softrank.fastpath import tighten_lower, tighten_upper
+from softrank.fastpath.tighten import lower as tighten_lower
+from softrank.fastpath.tighten import upper as tighten_upper
 from softrank.fastpath.float64 import decoder_value, max_row_l1, rowsoftmax64
-from softrank.fastpath.lower import MARGIN, Certificate
+from softrank.fastpath.lower.certificates import MARGIN, Certificate
 from softrank.fastpath.operator_cache import OperatorCache
-from softrank.fastpath.rank_search import Witness
-from softrank.fastpath.tighten import tighten_record, tighten_store
-from softrank.fastpath.writer import RecordWriter
+from softrank.fastpath.upper.rank_search import Witness
+from softrank.fastpath.tighten.records import tighten_record, tighten_store
+from softrank.fastpath.store.writer import RecordWriter
 from softrank.replay.reader import read_record
 
 N = 28
@@ -118,7 +119,7 @@ def test_decoder_growth_rejects_a_w_that_misses(monkeypatch):
     def lying_decoder(A, rows, D, eps):  # a W whose true value is far above 1, claimed 0
         return 0.0, 100.0 * np.ones((A.shape[1], len(rows)))
 
-    from softrank.fastpath import decoder_oracle
+    from softrank.fastpath.lower import decoder_oracle
 
     monkeypatch.setattr(tighten_lower, "decoder_from", lying_decoder)
     monkeypatch.setattr(decoder_oracle, "decoder_from", lying_decoder)  # the scan's oracle too
@@ -182,7 +183,7 @@ def test_stored_eps_skips_a_record_json_that_is_a_fifo(tmp_path):
     import os
     import signal
 
-    from softrank.fastpath.tighten import stored_eps
+    from softrank.fastpath.tighten.records import stored_eps
 
     store = tmp_path / "store"
     loose_record(store, "a", seed=0)
@@ -263,7 +264,7 @@ def test_a_malformed_stored_decoder_is_not_a_start(tmp_path):
 def test_write_keeps_the_strongest_certificates_up_to_the_readers_limit(tmp_path, monkeypatch):
     """A pass that adds a certificate to a tolerance already at the reader's limit keeps the
     strongest ones, so the written record stays readable (the limit lowered to 2 here)."""
-    from softrank.fastpath import tighten as tg
+    from softrank.fastpath.tighten import records as tg
 
     src = tmp_path / "src"
     h = np.random.default_rng(2).normal(size=(6, 6))

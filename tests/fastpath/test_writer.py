@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from softrank.fastpath.files import write_csv
-from softrank.fastpath.writer import RecordWriter, write_index
+from softrank.fastpath.store.files import write_csv
+from softrank.fastpath.store.writer import RecordWriter, write_index
 from softrank.replay.reader import list_records
 
 
@@ -80,7 +80,7 @@ def test_recover_store_puts_back_a_record_left_between_the_two_renames(tmp_path)
     import shutil
     import tempfile
 
-    from softrank.fastpath.writer import recover_store
+    from softrank.fastpath.store.writer import recover_store
     from softrank.replay.reader import read_record
 
     records = tmp_path / "records"
@@ -105,7 +105,7 @@ def test_recover_store_puts_back_a_record_left_between_the_two_renames(tmp_path)
 def test_recover_store_keeps_the_new_record_when_both_exist(tmp_path):
     import tempfile
 
-    from softrank.fastpath.writer import recover_store
+    from softrank.fastpath.store.writer import recover_store
 
     records = tmp_path / "records"
     old = _record(tmp_path, "r", np.zeros((2, 2))).read_bytes()
@@ -123,7 +123,7 @@ def test_recover_store_keeps_the_new_record_when_both_exist(tmp_path):
                                      (Fraction(0.1), "0.1000000000000000055511151231257827021181583404541015625")])
 def test_exact_text_is_decimal_when_finite_else_p_over_q(q, text):
     from softrank.exact.rational import parse_rational
-    from softrank.fastpath.writer import exact_text
+    from softrank.fastpath.store.writer import exact_text
 
     assert exact_text(q) == text
     assert Fraction(text) == q and parse_rational(text) == q
@@ -131,7 +131,7 @@ def test_exact_text_is_decimal_when_finite_else_p_over_q(q, text):
 
 def test_exact_text_round_trips_for_many_rationals():
     from softrank.exact.rational import parse_rational
-    from softrank.fastpath.writer import exact_text
+    from softrank.fastpath.store.writer import exact_text
 
     rng = np.random.default_rng(0)
     values = [Fraction(int(p), int(q)) for p, q in zip(rng.integers(-10**6, 10**6, 300), rng.integers(1, 10**6, 300))]
@@ -185,7 +185,7 @@ def test_write_index_never_opens_a_fifo_and_a_deep_record_is_one_error(tmp_path)
 def test_output_files_refuse_special_files_and_inputs_are_read_only_when_regular(tmp_path):
     """atomic_write never replaces a FIFO, a folder or a link loop (and names the path asked for);
     read_regular_file never blocks on a FIFO."""
-    from softrank.fastpath.files import read_regular_file, write_json
+    from softrank.fastpath.store.files import read_regular_file, write_json
 
     os.mkfifo(tmp_path / "pipe")
     (tmp_path / "folder").mkdir()
@@ -210,7 +210,7 @@ def test_write_json_writes_standard_json(tmp_path):
     import json
     import math
 
-    from softrank.fastpath.files import write_json
+    from softrank.fastpath.store.files import write_json
 
     path = write_json(tmp_path / "x.json", {"a": math.nan, "b": [1.0, -math.inf, {"c": math.inf}], "d": "NaN",
                                             "e": [np.float64(math.nan), np.int64(3), np.bool_(True)]})

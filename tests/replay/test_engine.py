@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from helpers import rowsoftmax_float
-from softrank.fastpath.writer import RecordWriter
+from softrank.fastpath.store.writer import RecordWriter
 from softrank.replay import rules
 from softrank.replay.engine import replay_record
 from softrank.replay.reader import read_record

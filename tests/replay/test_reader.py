@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from softrank.validated.errors import InputError
-from softrank.fastpath.writer import RecordWriter, write_index
+from softrank.fastpath.store.writer import RecordWriter, write_index
 from softrank.replay.reader import list_records, read_record, record_entries
 
 

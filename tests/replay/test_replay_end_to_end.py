@@ -21,7 +21,7 @@ from helpers import (
     rowsoftmax_float,
 )
 from softrank.cli.replay import replay_store
-from softrank.fastpath.writer import RecordWriter
+from softrank.fastpath.store.writer import RecordWriter
 
 
 def _block_record(store, rid, seed):

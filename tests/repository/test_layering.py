@@ -113,7 +113,7 @@ def _tree(tmp_path: Path) -> Path:
     ("validated", "from transformers import AutoModel\n"),
     ("oracle", "from softrank.fastpath import capture\n"),
     ("replay", "from ..fastpath.capture import run\n"),
-    ("exact", "import importlib\nm = importlib.import_module('softrank.fastpath.models')\n"),
+    ("exact", "import importlib\nm = importlib.import_module('softrank.fastpath.capture.models')\n"),
     ("validated", "def f():\n    import torch.nn as nn\n    return nn\n"),
     ("replay", "import pyarrow\n"),
     ("replay", "from rich.console import Console\n"),
@@ -141,6 +141,6 @@ def test_the_replay_command_does_not_load_the_producer():
     import subprocess
 
     code = ("import sys; from softrank.cli import main; import softrank.cli.replay, softrank.replay.engine; "
-            "print(sorted(m for m in ('torch', 'transformers', 'softrank.fastpath.bracket') if m in sys.modules))")
+            "print(sorted(m for m in ('torch', 'transformers', 'softrank.fastpath.bracket.matrix') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"

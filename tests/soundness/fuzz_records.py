@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from helpers import block_decoder, block_logits, block_rank_is_exact, rowsoftmax_float
-from softrank.fastpath.writer import RecordWriter
+from softrank.fastpath.store.writer import RecordWriter
 
 EPS = 0.25
 SIZES = {"blocks3": [2, 3, 2], "blocks2": [3, 3]}

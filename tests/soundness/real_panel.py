@@ -101,7 +101,7 @@ def tsvd_upper(a: np.ndarray, eps: float, svd):
 
 
 def bracket_store(src: Path, dst: Path, eps_list: list[float]) -> int:
-    from softrank.fastpath.writer import RecordWriter, write_index
+    from softrank.fastpath.store.writer import RecordWriter, write_index
     from softrank.replay.reader import list_records, read_record
 
     count = 0
@@ -149,7 +149,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     out = Path(args.out)
     eps_list = [float(x) for x in args.eps.split(",")]
-    from softrank.fastpath.extract import extract_to_store
+    from softrank.fastpath.capture.extract import extract_to_store
     from softrank.cli.replay import replay_store
 
     t0 = time.time()

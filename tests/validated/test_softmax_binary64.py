@@ -197,7 +197,7 @@ def test_the_arb_rows_are_built_on_first_use_and_contain_a():
 
 
 def test_the_engine_uses_binary64_by_default_and_arb_with_strict(tmp_path, monkeypatch):
-    from softrank.fastpath.writer import RecordWriter
+    from softrank.fastpath.store.writer import RecordWriter
     from softrank.replay import engine
     from softrank.replay.reader import read_record
 

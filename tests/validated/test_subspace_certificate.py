@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 from helpers import block_logits, exact_enclosure, rowsoftmax_float, softmax_enclosure_of
-from softrank.fastpath.bracket import bracket_matrix
+from softrank.fastpath.bracket.matrix import bracket_matrix
 from softrank.fastpath.subspace import (coordinate_bound, needs_cover, pivot_basis, subspace_certificate,
                                         svd_subspace_search)
-from softrank.fastpath.tighten_study import cut_cell
+from softrank.fastpath.studies.tighten_cells import cut_cell
 from softrank.oracle import profile
 from softrank.replay.record import LowerCertificate
 from softrank.replay.rules import Claim, check_lower_certificate
@@ -570,7 +570,7 @@ def _round_rows(x, grid: int):
 
 
 def _structured_cell(rng, n: int):
-    """cut_cell (fastpath/tighten_study.py: random rows and columns, / 1024) of rowsoftmax of
+    """cut_cell (fastpath/studies/tighten_cells.py: random rows and columns, / 1024) of rowsoftmax of
     structured 12 x 12 logits: blocks, a band, or a sink column, with noise."""
     kind = int(rng.integers(3))
     big = 12

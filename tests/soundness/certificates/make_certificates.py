@@ -19,7 +19,7 @@ from flint import arb, ctx
 
 HERE = Path(__file__).resolve().parent
 
-from softrank.fastpath.writer import RecordWriter, write_index
+from softrank.fastpath.store.writer import RecordWriter, write_index
 
 
 def softmax64(h: np.ndarray) -> np.ndarray:

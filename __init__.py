@@ -10,7 +10,8 @@ Components (all under this namespace):
 
 The Python API (docs/python.md) is exported lazily, so that ``import softrank`` stays light (no
 numpy, no torch) and ``softrank replay`` never imports torch:
-``Record``, ``bracket``, ``validate``, ``Store``, ``capture`` (``softrank.api``) and the exact
+``Record``, ``bracket``, ``validate``, ``Store``, ``capture``, ``results`` / ``Results`` and
+``report`` (``softrank.api``) and the exact
 oracle's ``decide`` and ``profile`` (``softrank.oracle``).
 """
 
@@ -23,10 +24,14 @@ _EXPORTS = {
     "Validation": "softrank.api",
     "Store": "softrank.api",
     "capture": "softrank.api",
+    "Results": "softrank.api",
+    "results": "softrank.api",
+    "report": "softrank.api",
     "decide": "softrank.oracle",
     "profile": "softrank.oracle",
 }
-__all__ = ["Record", "Store", "Validation", "__version__", "bracket", "capture", "decide", "profile", "validate"]
+__all__ = ["Record", "Results", "Store", "Validation", "__version__", "bracket", "capture", "decide", "profile",
+           "report", "results", "validate"]
 
 
 def __getattr__(name: str):

@@ -2,7 +2,8 @@
 
 ``Record`` (in-memory records: ``from_logits``, ``from_qk``, ``with_upper``), ``bracket``
 (untrusted float64 brackets), ``validate`` (the trusted replay of one record), ``Store`` (records
-on disk) and ``capture`` (attention of a transformers model, in a ``with`` block).  Only
+on disk), ``capture`` (attention of a transformers model, in a ``with`` block), ``results`` (the
+validated results of many records as one table, ``Results``) and ``report`` (the HTML page).  Only
 ``capture`` needs torch.
 """
 
@@ -15,7 +16,8 @@ from softrank.api.checks import (
            validate,
 )
 from softrank.api.records import Record, parse_eps
+from softrank.api.results import Results, report, results
 from softrank.api.store import Store
 
-__all__ = ["Captured", "Record", "Store", "ValidatedTolerance", "Validation", "bracket", "capture", "check_record",
-           "parse_eps", "validate"]
+__all__ = ["Captured", "Record", "Results", "Store", "ValidatedTolerance", "Validation", "bracket", "capture",
+           "check_record", "parse_eps", "report", "results", "validate"]

@@ -43,10 +43,11 @@ def parse_eps(eps, where: str = "eps") -> tuple[Fraction, str]:
     if isinstance(eps, float):
         if not math.isfinite(eps):
             raise InputError(where, "eps", f"must be finite, got {eps!r}")
-        text = str(eps)
+        text = repr(float(eps))
+        exact = parse_rational(text, where, "eps")
     else:
         text = f"{eps.numerator}/{eps.denominator}" if isinstance(eps, Fraction) else str(eps)
-    exact = parse_rational(eps, where, "eps")
+        exact = parse_rational(eps, where, "eps")
     if not 0 < exact < 1:
         raise InputError(where, "eps", f"eps must lie in (0, 1), got {text}")
     return exact, text

@@ -20,6 +20,11 @@ def _eps_field(tol: core.Tolerance):
     as_float = float(tol.eps)
     if Fraction(as_float) == tol.eps:
         return as_float
+    try:
+        if Fraction(tol.eps_text) == tol.eps:
+            return tol.eps_text
+    except (TypeError, ValueError, ZeroDivisionError):
+        pass
     return f"{tol.eps.numerator}/{tol.eps.denominator}"
 
 

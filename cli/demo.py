@@ -19,7 +19,7 @@ def configure(parser) -> None:
 def run(args) -> int:
     from softrank.cli.common import check_count, output_dir
     from softrank.cli.replay import replay_store
-    from softrank.fastpath.store.demo import build_demo_store
+    from softrank.fastpath.store.demo import DEMO_STYLE, build_demo_store
 
     check_count(args.operators, "operators", maximum=MAX_OPERATORS)
     check_count(args.size, "size", minimum=2, maximum=MAX_SIZE)
@@ -27,7 +27,7 @@ def run(args) -> int:
     out = output_dir(args.out)
     for part in ("store", "replay"):  # old records would be mixed into the new store
         output_dir(out / part, field="out", empty=True)
-    ids = build_demo_store(out / "store", args.operators, args.size, args.seed)
+    ids = build_demo_store(out / "store", args.operators, args.size, args.seed, style=DEMO_STYLE)
     print(f"demo store: {len(ids)} synthetic operators ({args.size} x {args.size}) in {out / 'store'}")
     summary = replay_store(out / "store", out / "replay")
     print(summary.line())

@@ -3,11 +3,17 @@
 Read from the replay tables (``replay.parquet``, ``verdicts.parquet`` of ``softrank replay``; the
 numbers are never recomputed from records): per family, every operator's validated bracket as a
 vertical segment on a log scale, sorted by upper end, resolved ones coloured, with the full-rank
-line; the table per family and eps (operators, median L, median U, median U/L, resolved share,
-closed share); the float64-to-validated verdict transitions (``softrank.cli.regress.analyse``);
+line; the table per family and eps (operators, median L, median U, median U/L, resolved count and
+share, closed share); per family and eps a layer x head table (resolved count per head, coloured
+by the resolved share); one row per record and eps (model, layer, head, source, block, eps, L, U,
+status); the float64-to-validated verdict transitions (``softrank.cli.regress.analyse``);
 the chi_upper and witness-margin distributions; for decoder blocks in several block widths, the
 share shown feasible / impossible at each budget against width; every malformed record, every
 witness not proved and every lower certificate not accepted, with its reason.
+
+*Resolved* means one thing everywhere on the page, the criterion of the results table
+(``softrank.cli.report_figures.is_resolved``: a proved witness and U <= 2L, or U - L <= 2, or
+U - L <= min(m, N)/10), which ``softrank run``'s summary applies to the float64 ends.
 
 Figures are PNG data URIs (matplotlib, Agg); each figure's data is embedded beside it as JSON
 (``<script type="application/json" id="data-FIGURE">``) and each table's rows likewise
@@ -29,17 +35,24 @@ from softrank.cli.regress import VERDICTS, _read, analyse
 from softrank.fastpath.store.files import atomic_write
 from softrank.validated.errors import InputError
 
+EPILOG = """--json prints one object: {"report": the page's path, "figures": [figure names], "records",
+"rows" (record x eps rows), "rows_by_status", "summary": [{"family", "eps", "operators", "median_L",
+"median_U", "median_U_over_L", "resolved", "resolved_share", "closed_share"}, ...]}."""
+
 STYLE = """body{font-family:sans-serif;max-width:1400px;margin:1em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.2em;font-size:13px}th,td{border:1px solid #ccc;padding:2px 6px}
 th{background:#f1f3f5}td.n{text-align:right}img{max-width:100%;height:auto;border:1px solid #eee}
 figure{margin:.5em 0 1.5em}figcaption{font-size:13px;color:#555}.note{color:#555;font-size:14px}
-td.reason{max-width:700px;font-size:12px}"""
+td.reason{max-width:700px;font-size:12px}td.heat{text-align:center;min-width:2.2em}
+td.resolved{color:#2b8a3e}td.unresolved{color:#e8590c}td.no_witness,td.malformed,td.contradiction{color:#c92a2a}"""
 
 
 def configure(parser) -> None:
     parser.add_argument("replay_dir", type=path_arg, help="folder with replay.parquet and verdicts.parquet (softrank replay --out)")
     parser.add_argument("--out", default=None, metavar="FILE.html", type=path_arg, help="the page (default: REPLAY_DIR/report.html)")
     parser.add_argument("--figures", default=None, metavar="DIR", type=path_arg, help="also write every figure as DIR/NAME.png")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (keys below) instead of the path")
+    parser.epilog = EPILOG
 
 
 def run(args) -> int:
@@ -49,8 +62,9 @@ def run(args) -> int:
     check_not_input(out, inside=replay_tables(args.replay_dir))  # never over the tables it reads
     if args.figures is not None:
         check_not_input(args.figures, "figures", inside=replay_tables(args.replay_dir))
-    path = write_report(args.replay_dir, out, figures=args.figures)
-    print(f"report: {path}")
+    info: dict = {}
+    path = write_report(args.replay_dir, out, figures=args.figures, info=info)
+    print(json.dumps(info, sort_keys=True) if getattr(args, "json", False) else f"report: {path}")
     return 0
 
 
@@ -63,6 +77,19 @@ def load(replay_dir) -> dict:
     if not folder.is_dir():
         raise InputError(str(folder), "", "not a folder")
     rows, verdicts = _read(folder, "replay.parquet"), _read(folder, "verdicts.parquet")
+    manifest = None
+    if (folder / "manifest.json").is_file():
+        try:
+            manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            manifest = None
+    return _normalised({"folder": folder, "rows": rows, "verdicts": verdicts, "manifest": manifest,
+                        "meta": table_metadata(folder / "replay.parquet")})
+
+
+def _normalised(data: dict) -> dict:
+    """Rows as the page reads them: ``chi`` of older tables as ``chi_upper``, lists never None."""
+    rows, verdicts = data["rows"], data["verdicts"]
     for r in rows:
         if "chi_upper" not in r:
             r["chi_upper"] = r.get("chi")
@@ -71,14 +98,7 @@ def load(replay_dir) -> dict:
         r.setdefault("block_width", None)
     for v in verdicts:
         v.setdefault("block_width", None)
-    manifest = None
-    if (folder / "manifest.json").is_file():
-        try:
-            manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            manifest = None
-    return {"folder": folder, "rows": rows, "verdicts": verdicts, "manifest": manifest,
-            "meta": table_metadata(folder / "replay.parquet")}
+    return data
 
 
 class Page:
@@ -91,11 +111,13 @@ class Page:
     def add(self, text: str) -> None:
         self.parts.append(text)
 
-    def figure(self, name: str, png: bytes, data, caption: str) -> None:
+    def figure(self, name: str, png: bytes, data, caption: str, extra: str = "") -> None:
+        """A figure with its caption (text) and ``extra`` (HTML after the caption text)."""
         self.figures[name] = png
         uri = "data:image/png;base64," + base64.b64encode(png).decode()
+        more = f"; {extra}" if extra else ""
         self.add(f'<figure id="fig-{name}"><img id="img-{name}" class="figure" alt="{_e(caption)}" src="{uri}">'
-                 f"<figcaption>{_e(caption)}</figcaption></figure>")
+                 f"<figcaption>{_e(caption)}{more}</figcaption></figure>")
         self.data(f"fig-{name}", data)
 
     def data(self, name: str, data) -> None:
@@ -129,12 +151,32 @@ def fmt_share(v) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
 
 
-def write_report(replay_dir, out, figures=None) -> Path:
-    """Build the page from REPLAY_DIR's tables into OUT (atomic); with ``figures``, the PNGs too."""
-    data = load(replay_dir)
+def write_report(replay_dir, out, figures=None, info: dict | None = None) -> Path:
+    """Build the page from REPLAY_DIR's tables into OUT (atomic); with ``figures``, the PNGs too.
+    ``info`` (a dict) receives what ``--json`` prints."""
+    return _write(load(replay_dir), out, figures, info)
+
+
+def write_report_data(rows: list[dict], verdicts: list[dict], out, figures=None, *, folder: str = "(in memory)",
+                      meta: dict | None = None, info: dict | None = None) -> Path:
+    """The same page from rows in memory (``softrank.report`` of a ``softrank.Results``): the rows
+    of ``replay.parquet`` and ``verdicts.parquet``, checked as the tables are when read."""
+    from softrank.fastpath.store.replay_table import REQUIRED, check_table_rows
+
+    rows, verdicts = [dict(r) for r in rows], [dict(v) for v in verdicts]
+    for name, table in (("replay.parquet", rows), ("verdicts.parquet", verdicts)):
+        columns = sorted({c for r in table for c in r}) if table else list(REQUIRED[name])
+        check_table_rows(f"{folder}: {name}", name, columns, table)
+    data = {"folder": folder, "rows": rows, "verdicts": verdicts, "manifest": None, "meta": dict(meta or {})}
+    return _write(_normalised(data), out, figures, info)
+
+
+def _write(data: dict, out, figures, info: dict | None) -> Path:
     page = Page()
     _header(page, data)
-    _brackets(page, data["rows"])
+    summary = _brackets(page, data["rows"])
+    _heads(page, data["rows"])
+    _records(page, data["rows"])
     _transitions(page, data["rows"], data["verdicts"])
     _distributions(page, data["rows"])
     _widths(page, data["verdicts"])
@@ -148,6 +190,11 @@ def write_report(replay_dir, out, figures=None) -> Path:
         folder = output_dir(figures, field="figures")
         for name, png in page.figures.items():
             atomic_write(folder / f"{name}.png", lambda tmp, png=png: Path(tmp).write_bytes(png))
+    if info is not None:
+        rows = data["rows"]
+        info.update(report=str(out), figures=sorted(page.figures), records=len({r["record_id"] for r in rows}),
+                    rows=len(rows), rows_by_status=dict(sorted(Counter(r.get("status") for r in rows).items())),
+                    summary=summary)
     return out
 
 
@@ -155,7 +202,9 @@ def _header(page: Page, data: dict) -> None:
     rows, meta, manifest = data["rows"], data["meta"], data["manifest"]
     status = Counter(r.get("status") for r in rows)
     records = len({r["record_id"] for r in rows})
-    if manifest is None:
+    if manifest is None and not isinstance(data["folder"], Path):
+        state = "in memory (softrank.results)"
+    elif manifest is None:
         state = "no manifest.json (an older or unfinished replay)"
     else:
         state = "complete" if manifest.get("complete") is True else "NOT complete"
@@ -165,26 +214,106 @@ def _header(page: Page, data: dict) -> None:
                  meta.get("strict", "?"), state, records, ", ".join(f"{k}: {n}" for k, n in sorted(status.items()))]])
 
 
-def _brackets(page: Page, rows: list[dict]) -> None:
+RESOLVED_NOTE = ("<em>Resolved</em> (one criterion on the whole page, that of the README's results table and of "
+                 "<code>softrank run</code>'s summary): a proved witness and U &lt;= 2L, or U - L &lt;= 2, or "
+                 "U - L &lt;= min(m, N)/10.")
+
+
+def _brackets(page: Page, rows: list[dict]) -> list[dict]:
     page.add("<h2>Validated brackets per family</h2><p class=\"note\">Each vertical segment is one operator's "
-             "proved bracket L &lt;= r_eps(A) &lt;= U (log scale), operators sorted by U; green: resolved "
-             "(U &lt;= 2L); orange: not resolved; red dashed: no proved witness, U is the full rank min(m, N) "
-             "(dashed black line).</p>")
+             "proved bracket L &lt;= r_eps(A) &lt;= U (log scale), operators sorted by U; green: resolved; "
+             "orange: not resolved; red dashed: no proved witness, U is the full rank min(m, N) "
+             f"(dashed black line). {RESOLVED_NOTE}</p>")
     for fam in rf.families(rf.ok_rows(rows)):
         data = rf.bracket_data(rows, fam)
         if data["panels"]:
             page.add(f"<h3>{_e(fam)}</h3>")
+            counts = "; ".join(
+                f'<span class="resolved-count" data-family="{_e(fam)}" data-eps="{_e(p["eps"])}" '
+                f'data-resolved="{sum(o["resolved"] for o in p["operators"])}" '
+                f'data-operators="{len(p["operators"])}">eps {_e(p["eps"])}: '
+                f'{sum(o["resolved"] for o in p["operators"])}/{len(p["operators"])} resolved</span>'
+                for p in data["panels"])
             page.figure(f"brackets-{_slug(fam)}", rf.bracket_figure(data), data,
-                        f"{fam}: validated brackets per eps, sorted by upper end")
+                        f"{fam}: validated brackets per eps, sorted by upper end", extra=counts)
     summary = rf.family_summary(rows)
     page.add("<h3>Per family and eps</h3>")
-    page.table("summary", ["family", "eps", "operators", "median L", "median U", "median U/L", "resolved (U <= 2L)",
-                           "closed exactly (L = U)", "resolved (results-table criterion)"],
+    page.table("summary", ["family", "eps", "operators", "median L", "median U", "median U/L", "resolved",
+                           "closed exactly (L = U)"],
                [[s["family"], s["eps"], s["operators"], fmt_num(s["median_L"]), fmt_num(s["median_U"]),
-                 f"{s['median_U_over_L']:.2f}", fmt_share(s["resolved_share"]), fmt_share(s["closed_share"]),
-                 fmt_share(s["results_resolved_share"])] for s in summary], data=summary)
-    page.add("<p class=\"note\">The results-table criterion (README) also counts a bracket resolved when "
-             "U - L &lt;= 2 or U - L &lt;= min(m, N)/10; a row without a proved witness has U = min(m, N).</p>")
+                 f"{s['median_U_over_L']:.2f}", f"{s['resolved']}/{s['operators']} ({fmt_share(s['resolved_share'])})",
+                 fmt_share(s["closed_share"])] for s in summary], data=summary)
+    page.add(f"<p class=\"note\">{RESOLVED_NOTE} A row without a proved witness has U = min(m, N).</p>")
+    return summary
+
+
+def _heads(page: Page, rows: list[dict]) -> None:
+    """Per family and eps, a layer x head table: resolved / operators per (layer, head), coloured by
+    the resolved share, with median L, U and U/L in the cell's title."""
+    cells = rf.head_data(rows)
+    page.add("<h2>Layers and heads</h2><p class=\"note\">Per family and eps, one cell per (layer, head): "
+             "operators resolved / operators (several when the head was captured on several sources or blocks), "
+             "green when all are resolved, orange when none; hover for median L, U and U/L. "
+             f"{RESOLVED_NOTE}</p>")
+    if not cells:
+        page.add("<p class=\"note\">No replayed operator has a layer and a head.</p>")
+        return
+    missing = sum(1 for r in rf.ok_rows(rows) if r.get("layer") is None or r.get("head") is None)
+    if missing:
+        page.add(f"<p class=\"note\">{missing} rows without a layer or head are not in these tables.</p>")
+    groups: dict = defaultdict(list)
+    for c in cells:
+        groups[(c["family"], c["eps"])].append(c)
+    order = {e: i for i, e in enumerate(rf.eps_order(rows))}
+    for (fam, eps), mine in sorted(groups.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], len(order)))):
+        layers = sorted({c["layer"] for c in mine})
+        heads = sorted({c["head"] for c in mine})
+        at = {(c["layer"], c["head"]): c for c in mine}
+        name = f"heads-{_slug(fam)}-{_slug(eps)}"
+        page.add(f"<h3>{_e(fam)}, eps = {_e(eps)}</h3>")
+        head_row = "".join(f"<th>{h}</th>" for h in heads)
+        body = []
+        for layer in layers:
+            tds = []
+            for h in heads:
+                c = at.get((layer, h))
+                if c is None:
+                    tds.append('<td class="heat"></td>')
+                    continue
+                tip = (f"layer {layer}, head {h}: {c['operators']} operators, median L {fmt_num(c['median_L'])}, "
+                       f"median U {fmt_num(c['median_U'])}, median U/L {c['median_U_over_L']:.2f}")
+                tds.append(f'<td class="heat" style="background:{_heat(c["resolved_share"])}" title="{_e(tip)}" '
+                           f'data-layer="{layer}" data-head="{h}" data-resolved="{c["resolved"]}" '
+                           f'data-operators="{c["operators"]}">{c["resolved"]}/{c["operators"]}</td>')
+            body.append(f"<tr><th>{layer}</th>{''.join(tds)}</tr>")
+        page.add(f'<table id="table-{name}" class="heads" data-family="{_e(fam)}" data-eps="{_e(eps)}">'
+                 f"<thead><tr><th>layer \\ head</th>{head_row}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+        page.data(f"table-{name}", mine)
+
+
+STATUS = {"resolved": "resolved", "unresolved": "not resolved", "no_witness": "no proved witness"}
+
+
+def _heat(share: float) -> str:
+    """Orange (none resolved) to green (all resolved), light enough to read the text on."""
+    lo, hi = (255, 216, 168), (178, 242, 187)
+    return "#" + "".join(f"{round(a + (b - a) * share):02x}" for a, b in zip(lo, hi))
+
+
+def _records(page: Page, rows: list[dict]) -> None:
+    """One row per record and eps: model, layer, head, source, block width, eps, L, U, status."""
+    listed = rf.record_rows(rows)
+    page.add(f"<h2>Every operator ({len({r['record_id'] for r in listed})} records, {len(listed)} rows)</h2>"
+             "<p class=\"note\">status: resolved, not resolved, no proved witness (U shown is the full rank), "
+             f"malformed or contradiction. {RESOLVED_NOTE}</p>")
+    header = ["record", "model", "layer", "head", "source", "block", "eps", "L", "U", "status"]
+    body = "".join(
+        "<tr>" + "".join(_cell(r[k]) for k in ("record_id", "model", "layer", "head", "source", "block", "eps",
+                                               "L", "U")) + f'<td class="{r["status"]}">{_e(STATUS.get(r["status"], r["status"]))}</td></tr>'
+        for r in listed)
+    page.add('<table id="table-records"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in header)
+             + f"</tr></thead><tbody>{body}</tbody></table>")
+    page.data("table-records", listed)
 
 
 def _slug(name: str) -> str:

@@ -6,11 +6,12 @@ Every ``*_data`` function returns plain data (what a figure draws or a table sho
 page embeds each figure's data beside it, so a reader (or a test) can check one against the other.
 
 Conventions: the validated bracket of a row is ``L = validated_lower`` and ``U = validated_upper``;
-a row without a proved witness has ``U = min(m, N)`` (the full rank, always an upper end); a row is
-*resolved* when ``L >= 1`` and ``U <= 2 L``, *closed* when ``L = U``; ``U/L`` divides by
-``max(L, 1)``.  The summary also gives the share resolved by the wider criterion of the README's
-results table (``softrank.fastpath.bracket.matrix.resolved``: U <= 2L, or U - L <= 2, or U - L <= p/10),
-applied to the validated ends.  The witness margin is ``eps - certified bound`` of a proved witness.
+a row without a proved witness has ``U = min(m, N)`` (the full rank, always an upper end).  A row
+is *resolved* by one criterion everywhere (figures, tables, the layer x head view): that of the
+README's results table and of ``softrank run``'s summary (``softrank.fastpath.bracket.matrix.resolved``:
+a proved witness and U <= 2L, or U - L <= 2, or U - L <= min(m, N)/10), applied to the validated
+ends; *closed* when ``L = U``; ``U/L`` divides by ``max(L, 1)``.  The witness margin is
+``eps - certified bound`` of a proved witness.
 """
 
 from __future__ import annotations
@@ -72,14 +73,21 @@ def lower_end(r: dict) -> int:
 
 
 def is_resolved(r: dict) -> bool:
-    return lower_end(r) >= 1 and upper_end(r) <= 2 * lower_end(r)
-
-
-def results_resolved(r: dict) -> bool:
-    """The README results table's criterion on the validated ends (False without a proved witness)."""
+    """The one criterion of the page: the README results table's (and ``softrank run``'s) on the
+    validated ends; False without a proved witness."""
     from softrank.fastpath.bracket.matrix import resolved
 
     return resolved(lower_end(r), r.get("validated_upper"), full_rank(r))
+
+
+def status(r: dict) -> str:
+    """A row's status on the page: ``resolved``, ``unresolved`` (not resolved), ``no_witness``
+    (no proved witness), or the table's ``malformed`` / ``contradiction``."""
+    if r.get("status") != "ok":
+        return str(r.get("status"))
+    if r.get("validated_upper") is None:
+        return "no_witness"
+    return "resolved" if is_resolved(r) else "unresolved"
 
 
 def _median(values: list) -> float | None:
@@ -118,23 +126,61 @@ def family_summary(rows: list[dict]) -> list[dict]:
             lows, ups = [lower_end(r) for r in sel], [upper_end(r) for r in sel]
             table.append({"family": family, "eps": eps, "operators": len(sel), "median_L": _median(lows),
                           "median_U": _median(ups), "median_U_over_L": _median([u / max(lo, 1) for lo, u in zip(lows, ups)]),
+                          "resolved": sum(map(is_resolved, sel)),
                           "resolved_share": sum(map(is_resolved, sel)) / len(sel),
-                          "results_resolved_share": sum(map(results_resolved, sel)) / len(sel),
                           "closed_share": sum(lo == u for lo, u in zip(lows, ups)) / len(sel)})
     return table
 
 
+def head_data(rows: list[dict]) -> list[dict]:
+    """Per (family, eps, layer, head) of the replayed rows that have a layer and a head: operators,
+    resolved count and share, median L, median U, median U/L."""
+    groups = defaultdict(list)
+    for r in ok_rows(rows):
+        if r.get("layer") is not None and r.get("head") is not None:
+            groups[(r.get("family") or "", r.get("eps"), r["layer"], r["head"])].append(r)
+    order = {e: i for i, e in enumerate(eps_order(rows))}
+    out = []
+    for (fam, eps, layer, head), sel in sorted(groups.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 0),
+                                                                                kv[0][2], kv[0][3])):
+        lows, ups = [lower_end(r) for r in sel], [upper_end(r) for r in sel]
+        done = sum(map(is_resolved, sel))
+        out.append({"family": fam, "eps": eps, "layer": layer, "head": head, "operators": len(sel),
+                    "resolved": done, "resolved_share": done / len(sel), "median_L": _median(lows),
+                    "median_U": _median(ups),
+                    "median_U_over_L": _median([u / max(lo, 1) for lo, u in zip(lows, ups)])})
+    return out
+
+
+def record_rows(rows: list[dict]) -> list[dict]:
+    """One entry per row of the replay table, in its order: record, model, layer, head, source
+    (``source_id``), block (``block_width``), eps, L, U (validated; U is the full rank without a
+    proved witness) and ``status``."""
+    out = []
+    for r in rows:
+        ok = r.get("status") == "ok"
+        out.append({"record_id": r["record_id"], "model": r.get("model"), "layer": r.get("layer"),
+                    "head": r.get("head"), "source": r.get("source_id"), "block": r.get("block_width"),
+                    "eps": r.get("eps"), "L": lower_end(r) if ok else None,
+                    "U": upper_end(r) if ok and r.get("m") and r.get("N") else None, "status": status(r)})
+    return out
+
+
 def bracket_figure(data: dict) -> bytes:
     """One panel per eps: a vertical segment from L to U per operator (log scale), sorted by U,
-    coloured when resolved; the full-rank line min(m, N); one legend below the panels."""
+    coloured when resolved; the full-rank line min(m, N); one legend below the panels.  Every
+    tick is an integer (operators on x; ranks 1, 2, 5, 10, ... on y)."""
     plt = _plt()
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+
     panels = data["panels"]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 0.6, 4.4), sharey=True, squeeze=False)
     legend = {}
     for ax, panel in zip(axes[0], panels):
         ops = panel["operators"]
         width = max(0.6, min(3.0, 500 / max(len(ops), 1)))
-        for key, color, label, style in (("resolved", RESOLVED, "resolved (U <= 2L)", "solid"),
+        for key, color, label, style in (("resolved", RESOLVED, "resolved (U <= 2L, U - L <= 2 or <= min(m, N)/10)",
+                                           "solid"),
                                           ("unresolved", UNRESOLVED, "not resolved", "solid"),
                                           ("no_witness", NO_WITNESS, "no proved witness (U = full rank)", "dashed")):
             pick = [i for i, o in enumerate(ops) if _kind(o) == key]
@@ -149,6 +195,10 @@ def bracket_figure(data: dict) -> bytes:
         legend["closed exactly (L = U): a dot"] = ax.scatter([], [], s=10, color="gray", marker="o")
         ax.set_yscale("log")
         ax.set_ylim(0.7, 1.6 * max(o["full_rank"] for o in ops))
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0f}" if v >= 1 else ""))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         done = sum(o["resolved"] for o in ops)
         ax.set_title(f"{_label(data['family'])}, eps = {panel['eps']}: {done}/{len(ops)} resolved", fontsize=10)
         ax.set_xlabel(f"operators sorted by upper end ({len(ops)})")
@@ -208,7 +258,14 @@ def distribution_figure(data: dict) -> bytes:
             ax.legend(fontsize=8)
         ax.set_xlabel(label, fontsize=9)
         ax.set_ylabel("count")
+        ax.yaxis.set_major_locator(_integer_locator())
     return _png(fig)
+
+
+def _integer_locator():
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(integer=True)
 
 
 def width_data(verdict_rows: list[dict]) -> list[dict]:

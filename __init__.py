@@ -12,7 +12,7 @@ The Python API (docs/python.md) is exported lazily, so that ``import softrank`` 
 numpy, no torch) and ``softrank replay`` never imports torch:
 ``Record``, ``bracket``, ``validate``, ``Store``, ``capture``, ``results`` / ``Results`` and
 ``report`` (``softrank.api``) and the exact
-oracle's ``decide`` and ``profile`` (``softrank.oracle``).
+oracle's ``decide`` and ``profile`` (``softrank.oracle.search``).
 """
 
 __version__ = "0.1.0"
@@ -27,8 +27,8 @@ _EXPORTS = {
     "Results": "softrank.api",
     "results": "softrank.api",
     "report": "softrank.api",
-    "decide": "softrank.oracle",
-    "profile": "softrank.oracle",
+    "decide": "softrank.oracle.search",
+    "profile": "softrank.oracle.search",
 }
 __all__ = ["Record", "Results", "Store", "Validation", "__version__", "bracket", "capture", "decide", "profile",
            "report", "results", "validate"]

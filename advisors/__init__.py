@@ -1,8 +1,9 @@
-"""Untrusted advisors the trusted core consults.
+"""Untrusted advisors the oracle's search consults (``softrank.oracle.search``).
 
 Each advisor proposes an answer to a linear program (a basis from float64 HiGHS, a certificate
-from an exact rational simplex).  A proposal is never used as a result: ``softrank.exact.lp``
-re-checks it in rationals (``check_result``) and accepts only what checks.  Advisors import
+from an exact rational simplex).  A proposal is never used as a result: the search's LP solve
+(``softrank.oracle.search.lp``) re-checks it in rationals (``softrank.exact.lp.check_result``)
+and accepts only what checks.  Advisors import
 nothing from the trusted core; they read an LP through its fields ``c, A_ub, b_ub, A_eq, b_eq``
 (lists of ``Fraction``; a row is a dense list or a sparse dict ``{column: value}``, read through
 :func:`entries`) and answer with a :class:`Proposal`.

@@ -1,4 +1,4 @@
-"""Float64 HiGHS as an untrusted advisor for the nerve search (``softrank.oracle.nerve``): a point
+"""Float64 HiGHS as an untrusted advisor for the nerve search (``softrank.oracle.search.nerve``): a point
 in the intersection of signed row cones.  The point is only proposed; the caller checks the strict
 inequalities it needs in exact rationals.
 """

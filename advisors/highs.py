@@ -2,7 +2,7 @@
 
 Nothing HiGHS computes is used as a number: only its basis (which rows are active, which free
 columns are non-basic at zero).  The basis system is solved in rationals (``softrank.advisors.sparse_solve``) and
-the caller (``softrank.exact.lp.solve``) checks the resulting certificate exactly.
+the caller (``softrank.oracle.search.lp.solve``) checks the resulting certificate exactly.
 
 HiGHS is reached through the public ``highspy`` package; if it is not importable this returns
 ``None`` and the exact simplex runs.
@@ -100,7 +100,7 @@ def _run(lp, options=None):
 
 def float_solution(lp, options=None):
     """An optimal point of ``lp`` in binary64 (a numpy vector), or None: a proposal only, for
-    searches whose result the core re-checks exactly (``softrank.oracle.decoder``)."""
+    searches whose result the core re-checks exactly (``softrank.oracle.search.decoder``)."""
     if _hs is None or lp.n == 0:
         return None
     try:

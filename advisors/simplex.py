@@ -1,4 +1,4 @@
-"""Exact rational two-phase simplex (dense tableau, Bland's rule): the fallback of ``exact.lp``.
+"""Exact rational two-phase simplex (dense tableau, Bland's rule): the fallback of ``oracle.search.lp``.
 
 Untrusted like HiGHS: it only proposes certificates, which ``exact.lp.check_result`` re-checks.
 Bland's rule (least index enters, least index leaves among ties) guarantees termination.

@@ -2,6 +2,8 @@
 
 MATRIX.json is a JSON list of rows; entries are integers or strings such as "3/7" or "0.25".
 JSON numbers with a fraction or exponent are read as the exact decimal they spell (0.1 is 1/10).
+An entry with more than 400 digits in a part (numerator, denominator, or a decimal's integer or
+fraction digits) is refused (``softrank.exact.rational.MAX_DIGITS``).
 Bad input (non-rational entries, ragged rows, eps outside (0, 1), k < 0) is a one-line error and
 exit code 2.  Exit code 0 otherwise, whatever the verdict.
 """
@@ -24,13 +26,17 @@ from softrank.cli.common import (
 )
 from softrank.validated.errors import InputError
 
+MAX_DIGITS = 400  # softrank.exact.rational.MAX_DIGITS (not imported here: the parser stays light)
+
 
 def configure(parser) -> None:
     # let "--eps -1/4" reach the one-line range check instead of reading "-1/4" as an option
     # (argparse's own matcher knows -1 and -0.5 but not -1/4 or -1e-3)
     if hasattr(parser, "_negative_number_matcher"):
         parser._negative_number_matcher = re.compile(r"^-(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?(/\d+)?$")
-    parser.add_argument("matrix", type=path_arg, help="JSON file: a list of rows of integers or rational strings")
+    parser.add_argument("matrix", type=path_arg,
+                        help=f"JSON file: a list of rows of integers or rational strings; entries with more than "
+                             f"{MAX_DIGITS} digits per part (numerator or denominator) are refused")
     parser.add_argument("--eps", required=True, help="tolerance, a rational in (0, 1) such as 1/4 or 0.25")
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--rank", type=str, help="rank budget k >= 0: decide the cell")
@@ -70,11 +76,12 @@ def _number(x, where, field):
 
 
 def read_matrix(path: str) -> list[list[Fraction]]:
-    """Read MATRIX.json exactly: integers, rational strings, JSON decimals read as decimals."""
+    """Read MATRIX.json exactly: integers, rational strings, JSON decimals read as decimals.  JSON
+    numbers reach ``parse_rational`` as their text, so every entry meets the same digit limit."""
     from softrank.exact.rational import as_matrix
 
     text = read_text_file(path)
-    data = load_json_text(text, path, parse_float=lambda s: s, parse_constant=lambda s: s)
+    data = load_json_text(text, path, parse_float=lambda s: s, parse_int=lambda s: s, parse_constant=lambda s: s)
     if not isinstance(data, list) or not data:
         raise InputError(path, "", "expected a non-empty JSON list of rows")
     rows = []
@@ -112,7 +119,7 @@ def run(args) -> int:
 
 def _run(args) -> int:
     from softrank.exact.rational import fmt
-    from softrank.oracle import decide, profile
+    from softrank.oracle.search import decide, profile
 
     eps = parse_eps_exact(args.eps)
     k = parse_count(args.rank, "rank", minimum=0) if args.rank is not None else None

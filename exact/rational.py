@@ -18,6 +18,9 @@ from softrank.validated.errors import InputError
 
 Matrix = list[list[Fraction]]
 
+ZERO = Fraction(0)  # the exact zero and one of every exact module (exact/, oracle/)
+ONE = Fraction(1)
+
 MAX_DIGITS = 400  # digits accepted in each part of a rational written as text
 MAX_EXPONENT = 999  # largest |exponent| accepted in decimal text ("1e-999"); bigger ones are refused
 _D = rf"\d{{1,{MAX_DIGITS}}}"
@@ -124,8 +127,6 @@ def parse_vec(v, where: str = "certificate", field: str = "") -> list[Fraction]:
     return [parse_rational(x, where, field) for x in v]
 
 
-
-
 # ---------------------------------------------------------------- FLINT conversions
 
 def to_fraction(q: fmpq) -> Fraction:
@@ -145,7 +146,7 @@ def from_fmpq_mat(M: fmpq_mat) -> Matrix:
 # ---------------------------------------------------------------- exact helpers (Fraction only)
 
 def row_l1(row) -> Fraction:
-    return sum((abs(x) for x in row), Fraction(0))
+    return sum((abs(x) for x in row), ZERO)
 
 
 def inf_norm(M) -> Fraction:
@@ -160,12 +161,12 @@ def sub(A, B) -> Matrix:
 def matmul(A, B) -> Matrix:
     """The exact product (FLINT ``fmpq_mat`` multiplication, converted both ways exactly)."""
     if not A or not B or not B[0]:
-        return [[Fraction(0)] * (len(B[0]) if B else 0) for _ in A]
+        return [[ZERO] * (len(B[0]) if B else 0) for _ in A]
     return from_fmpq_mat(to_fmpq_mat(A) * to_fmpq_mat(B))
 
 
 def matvec(A, v) -> list[Fraction]:
-    return [sum((a * x for a, x in zip(row, v)), Fraction(0)) for row in A]
+    return [sum((a * x for a, x in zip(row, v)), ZERO) for row in A]
 
 
 def transpose(A) -> Matrix:
@@ -173,7 +174,7 @@ def transpose(A) -> Matrix:
 
 
 def dot(u, v) -> Fraction:
-    return sum((a * b for a, b in zip(u, v)), Fraction(0))
+    return sum((a * b for a, b in zip(u, v)), ZERO)
 
 
 # ---------------------------------------------------------------- rank (FLINT)
@@ -198,7 +199,7 @@ def rank_factor(A) -> tuple[Matrix, Matrix]:
         pivots.append(j)
     X = [[A[i][j] for j in pivots] for i in range(m)]
     Y = [[R[t][j] for t in range(r)] for j in range(n)]
-    prod = matmul(X, transpose(Y)) if r else [[Fraction(0)] * n for _ in range(m)]
+    prod = matmul(X, transpose(Y)) if r else [[ZERO] * n for _ in range(m)]
     if prod != [list(row) for row in A]:  # pragma: no cover - FLINT rref is exact
         raise ArithmeticError("rank factorisation does not reproduce A")
     return X, Y

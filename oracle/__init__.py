@@ -1,25 +1,17 @@
-"""Exact decisions for small rational cells, and the profile of exact thresholds.
+"""Exact decisions for small rational cells: the trusted re-checkers, and the exactly closed families.
 
-Public API::
+Trusted here (Fraction arithmetic only, no solver, no advisor)::
 
-    from softrank.oracle import decide, profile, recheck
-    v = decide(A, eps, k, klass="unrestricted")   # Verdict: .verdict, .certificate, .recheck()
-    lower, upper, rank, thresholds = profile(A, eps)
+    from softrank.oracle import recheck, check_threshold
+    recheck(A, eps, k, klass, verdict, certificate)   # True iff the certificate proves the verdict
+    check_threshold(A, threshold_certificate)         # an exact eps*_k with its certificate
 
-``A`` is a list of rows of ``fractions.Fraction`` (ints and "p/q" strings are read exactly) or a
-FLINT ``fmpq_mat``; ``eps`` a rational > 0.  See docs/oracle.md and proofs/oracle_*.md.
+The search that finds verdicts and certificates (``decide``, ``profile``, ``thresholds``) is
+``softrank.oracle.search`` (untrusted: it re-checks every certificate with ``recheck`` before it
+answers).  See docs/oracle.md and proofs/oracle_*.md.
 """
 
 from softrank.oracle.checks import recheck
-from softrank.oracle.core import (
-    CertificateRejected,
-    Profile,
-    Verdict,
-    decide,
-    profile,
-    thresholds,
-)
 from softrank.oracle.threshold_checks import check_threshold
 
-__all__ = ["CertificateRejected", "Profile", "Verdict", "check_threshold", "decide", "profile", "recheck",
-           "thresholds"]
+__all__ = ["check_threshold", "recheck"]

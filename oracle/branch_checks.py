@@ -5,7 +5,7 @@ For every set J of k pivot columns the certificate holds a tree that splits the 
 entries of C (in [-1, 1]; B = Z C, C[:, J] = I) and of Z = B[:, J] (within eps of A[:, J]); each
 leaf carries a Farkas vector for the relaxation rows that ``relaxation_rows`` builds here from
 (A, eps, class, J, box).
-The producer (``softrank.oracle.branch``) solves the same rows; the check rebuilds them itself.
+The producer (``softrank.oracle.search.branch``) solves the same rows; the check rebuilds them itself.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from __future__ import annotations
 import itertools
 import math
 
-from softrank.oracle.check_basics import ONE, ZERO, as_rational
+from softrank.exact.rational import ONE, ZERO
+from softrank.oracle.check_basics import as_int, as_ints, as_rational
 
 MAX_NODES = 200_000
 
@@ -73,7 +74,7 @@ def check_farkas_rows(rows, mult) -> bool:
     """sum_r y_r row_r = 0 in every variable and sum_r y_r rhs_r < 0, with y_r >= 0 on "<=" rows."""
     combo, rhs, seen = {}, ZERO, set()
     for idx, val in mult:
-        r, y = int(idx), as_rational(val)
+        r, y = as_int(idx), as_rational(val)
         if r in seen or not 0 <= r < len(rows):
             return False
         seen.add(r)
@@ -98,7 +99,7 @@ def _tree_ok(A, eps, klass, J, tree) -> bool:
                 return False
             continue
         name, a, b, at = node["split"]
-        key = (str(name), int(a), int(b))
+        key = (str(name), as_int(a), as_int(b))
         at = as_rational(at)
         L, U = box[key]  # KeyError for a coordinate outside the box: rejected
         if not L < at < U:
@@ -115,7 +116,7 @@ def check_branch(A, eps, cert, k, klass) -> bool:
     inner = cert["class"]
     if inner not in ("unrestricted", "stochastic") or (inner == "stochastic" and klass != "stochastic"):
         return False
-    trees = {tuple(int(j) for j in entry["columns"]): entry["tree"] for entry in cert["trees"]}
+    trees = {tuple(as_ints(entry["columns"])): entry["tree"] for entry in cert["trees"]}
     sizes = {len(J) for J in trees}
     if len(sizes) != 1:
         return False

@@ -1,10 +1,12 @@
-"""Parsing and small exact helpers shared by the re-checkers (``checks``, ``threshold_checks``,
-``radon_checks``, ``subcell_checks``): Fraction arithmetic only, no solver.
+"""Parsing and small exact helpers shared by every re-checker (``checks`` and the ``*_checks``
+modules): Fraction arithmetic only, no solver.
 
-Malformed numbers raise ``ValueError``; the table in ``softrank.oracle.checks`` turns that into
-a rejection.  A number written as text is bounded before it is read: at most ``MAX_TEXT``
-characters and an exponent of at most three digits (``Fraction("1e-999999999")`` alone would
-build a billion-digit integer); anything else is refused.
+Malformed numbers raise ``ValueError`` or ``TypeError``; ``softrank.oracle.checks.recheck`` and
+``threshold_checks.check_threshold`` turn that into a rejection.  A number written as text is
+bounded before it is read: at most ``MAX_TEXT`` characters and an exponent of at most three digits
+(``Fraction("1e-999999999")`` alone would build a billion-digit integer); anything else is
+refused.  An integer (an index, a sign, a rank) must be a JSON integer: ``as_int`` and ``as_ints``
+are the one reader of them.
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-ZERO = Fraction(0)
-ONE = Fraction(1)
+from softrank.exact.rational import ONE, ZERO
 
 MAX_TEXT = 10_000  # characters of a rational as text (two 4,300-digit parts, Python's int limit, fit)
 _TEXT = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d{1,3})?(/\d+)?\s*", re.ASCII)
@@ -29,6 +30,22 @@ def as_rational(x) -> Fraction:
             raise ValueError("not a rational of bounded size")
         return Fraction(x)
     raise TypeError(f"not a rational: {x!r}")
+
+
+def as_int(x) -> int:
+    """A JSON integer (row or column index, sign, rank): a Python int that is not a bool.  Anything
+    else (1.5, the text "2", true, a dict, a list) raises ``ValueError``; nothing is converted."""
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise ValueError(f"not a JSON integer: {type(x).__name__}")
+    return x
+
+
+def as_ints(items) -> list[int]:
+    """A JSON list of integers (indices or signs).  A text, a dict or any other non-list raises
+    ``ValueError``: the text "12" is not the list [1, 2]."""
+    if not isinstance(items, (list, tuple)):
+        raise ValueError(f"not a JSON list of integers: {type(items).__name__}")
+    return [as_int(x) for x in items]
 
 
 def as_vector(v, n=None) -> list[Fraction]:

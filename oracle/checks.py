@@ -5,29 +5,10 @@ rebuilds the inequality it needs from the cell (A, eps) and the certificate's nu
 function per certificate kind, each naming the proof file that says why passing it proves the
 verdict.
 
-A certificate is a JSON-able dict (rationals as strings ``"p/q"``) with a ``"kind"``:
-
-=====================  ========================================  ===============================
-kind                   proves                                    proof
-=====================  ========================================  ===============================
-witness                feasible: B = X Y^T, rank <= k, in class  proofs/oracle_witness.md
-row-norm               no B of rank 0 (unrestricted)             proofs/oracle_k0.md
-zero-not-stochastic    no stochastic B of rank 0                 proofs/oracle_k0.md
-row-simplex-distance   no stochastic B at any rank               proofs/oracle_stochastic_rows.md
-rank1-signed           no B of rank <= 1 (unrestricted)          proofs/oracle_k1_unrestricted.md
-kernel-dual            no B of rank <= N - 1                     proofs/oracle_kN_minus_1.md
-cokernel-dual          no B of rank <= m - 1                     proofs/oracle_km_minus_1.md
-rank1-stochastic-dual  no stochastic B of rank <= 1              proofs/oracle_k1_stochastic.md
-radon-separation       no stochastic B of rank <= m - 1          proofs/oracle_radon_stochastic.md
-submatrix              what its embedded certificate proves      proofs/oracle_submatrix.md
-                       for a sub-cell extracted from A
-branch-and-bound       no B of rank <= k (every factor box of     proofs/oracle_branch_bound.md
-                       every pivot column set refuted)
-nerve-cycle            no B of rank <= d (a mod-2 cycle of        proofs/oracle_nerve_cycle.md
-                       signed row simplices, odd alternating)
-decoder                no B of rank < p (p rows and a W with the  proofs/lemma_D_contractive_decoder.md
-                       Lemma D sum below 1)
-=====================  ========================================  ===============================
+A certificate is a JSON-able dict (rationals as strings ``"p/q"``, indices, signs and ranks as
+JSON integers) with a ``"kind"``.  ``KINDS`` below is the table of kinds: for each, the verdict it
+proves, its checker, the largest rank it speaks for, its classes, and the proof files that say why
+passing the check proves the verdict (tests/oracle/test_checks.py checks that they exist).
 
 An impossibility for the unrestricted class is one for the stochastic class too (fewer
 competitors), and an impossibility at rank K is one at every rank k <= K.
@@ -35,13 +16,15 @@ competitors), and an impossibility at rank K is one at every rank k <= K.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import Callable
 
-from softrank.exact.rational import matmul, transpose
+from softrank.exact.rational import ZERO, matmul, transpose
 from softrank.oracle.branch_checks import check_branch
-from softrank.oracle.decoder_checks import check_decoder
 from softrank.oracle.check_basics import (
-    ZERO,
+    as_int,
+    as_ints,
     as_matrix,
     as_rational,
     as_vector,
@@ -49,6 +32,7 @@ from softrank.oracle.check_basics import (
     l1,
     simplex_distance,
 )
+from softrank.oracle.decoder_checks import check_decoder
 from softrank.oracle.nerve_checks import check_nerve_cycle
 from softrank.oracle.radon_checks import check_radon
 from softrank.oracle.subcell_checks import check_submatrix
@@ -74,7 +58,7 @@ def check_witness(A, eps, k, klass, cert) -> bool:
 
 def check_row_norm(A, eps, cert) -> bool:
     """Row i with ||a_i||_1 > eps: the only rank-0 matrix, 0, is too far.  proofs/oracle_k0.md."""
-    i = int(cert["row"])
+    i = as_int(cert["row"])
     return 0 <= i < len(A) and l1(A[i]) > eps
 
 
@@ -86,7 +70,7 @@ def check_zero_not_stochastic(A, eps, cert) -> bool:
 def check_row_simplex(A, eps, cert) -> bool:
     """Row i farther than eps (in l1) from every probability vector.
     proofs/oracle_stochastic_rows.md."""
-    i = int(cert["row"])
+    i = as_int(cert["row"])
     return 0 <= i < len(A) and simplex_distance(A[i]) > eps
 
 
@@ -94,7 +78,7 @@ def check_rank1_signed(A, eps, cert) -> bool:
     """k = 1, unrestricted: every sign pattern on the non-free rows is refuted by a dual vector.
     proofs/oracle_k1_unrestricted.md (statement R1 and the certificate condition C1)."""
     m, N = len(A), len(A[0])
-    rows = [int(i) for i in cert["rows"]]
+    rows = as_ints(cert["rows"])
     if not rows or len(set(rows)) != len(rows) or any(not 0 <= i < m for i in rows):
         return False
     if any(l1(A[i]) <= eps for i in rows):  # every listed row must force x_i != 0
@@ -102,8 +86,8 @@ def check_rank1_signed(A, eps, cert) -> bool:
     i0 = rows[0]
     refuted = []
     for pat in cert["patterns"]:
-        prow = [int(i) for i in pat["rows"]]
-        signs = [int(s) for s in pat["signs"]]
+        prow = as_ints(pat["rows"])
+        signs = as_ints(pat["signs"])
         lam = as_matrix(pat["lambda"], rows=len(prow), cols=N)
         gam = as_vector(pat["gamma"], len(prow))
         if len(signs) != len(prow) or len(set(prow)) != len(prow) or not set(prow) <= set(rows):
@@ -197,7 +181,7 @@ def covered_orthant_bounds(A, orthants) -> list[Fraction] | None:
     m, N = len(A), len(A[0])
     seen, bounds = [], []
     for entry in orthants:
-        signs = [int(s) for s in entry["signs"]]
+        signs = as_ints(entry["signs"])
         if len(signs) != m or any(s not in (1, -1) for s in signs):
             return None
         b = cokernel_bound(A, signs, as_vector(entry["w"], N))
@@ -237,35 +221,72 @@ def _plain(checker):
     return lambda A, eps, cert, k, klass: checker(A, eps, cert)
 
 
+def _witness(A, eps, cert, k, klass):
+    return check_witness(A, eps, k, klass, cert)
+
+
 def _submatrix(A, eps, cert, k, klass):
     return check_submatrix(A, eps, cert, k, klass, recheck)
 
 
+@dataclass(frozen=True)
+class Kind:
+    """A certificate kind: the verdict it proves, ``check(A, eps, cert, k, klass)``, the largest
+    rank it speaks for as a function of (m, N) (None: no own limit), the classes it speaks for,
+    what it proves, and the proof files it rests on (as replay/rules.py's rules name theirs)."""
+
+    verdict: str
+    check: Callable
+    max_rank: Callable[[int, int], int] | None
+    classes: tuple[str, ...]
+    proves: str
+    proofs: tuple[str, ...]
+
+
 BOTH = ("unrestricted", "stochastic")
-# kind -> (checker(A, eps, cert, k, klass), largest rank it excludes as a function of (m, N) or
-# None when it has no own limit, classes it speaks for)
-_IMPOSSIBLE = {
-    "row-norm": (_plain(check_row_norm), lambda m, N: 0, BOTH),
-    "zero-not-stochastic": (_plain(check_zero_not_stochastic), lambda m, N: 0, ("stochastic",)),
-    "row-simplex-distance": (_plain(check_row_simplex), None, ("stochastic",)),
-    "rank1-signed": (_plain(check_rank1_signed), lambda m, N: 1, BOTH),
-    "kernel-dual": (_plain(check_kernel), lambda m, N: N - 1, BOTH),
-    "cokernel-dual": (_plain(check_cokernel), lambda m, N: m - 1, BOTH),
-    "rank1-stochastic-dual": (_plain(check_rank1_stochastic), lambda m, N: 1, ("stochastic",)),
-    "radon-separation": (_plain(check_radon), lambda m, N: m - 1, ("stochastic",)),
-    "submatrix": (_submatrix, None, BOTH),
-    "branch-and-bound": (check_branch, lambda m, N: N - 1, BOTH),
-    "nerve-cycle": (check_nerve_cycle, lambda m, N: m - 1, BOTH),
-    "decoder": (check_decoder, lambda m, N: m - 1, BOTH),
+STOCHASTIC = ("stochastic",)
+_P = "proofs/oracle_"
+KINDS: dict[str, Kind] = {
+    "witness": Kind("feasible", _witness, None, BOTH, "B = X Y^T of rank <= k within eps, in the class",
+                    (_P + "witness.md",)),
+    "row-norm": Kind("impossible", _plain(check_row_norm), lambda m, N: 0, BOTH, "no B of rank 0",
+                     (_P + "k0.md",)),
+    "zero-not-stochastic": Kind("impossible", _plain(check_zero_not_stochastic), lambda m, N: 0, STOCHASTIC,
+                                "no stochastic B of rank 0", (_P + "k0.md",)),
+    "row-simplex-distance": Kind("impossible", _plain(check_row_simplex), None, STOCHASTIC,
+                                 "no stochastic B at any rank", (_P + "stochastic_rows.md",)),
+    "rank1-signed": Kind("impossible", _plain(check_rank1_signed), lambda m, N: 1, BOTH,
+                         "no B of rank <= 1", (_P + "k1_unrestricted.md",)),
+    "kernel-dual": Kind("impossible", _plain(check_kernel), lambda m, N: N - 1, BOTH,
+                        "no B of rank <= N - 1", (_P + "kN_minus_1.md",)),
+    "cokernel-dual": Kind("impossible", _plain(check_cokernel), lambda m, N: m - 1, BOTH,
+                          "no B of rank <= m - 1", (_P + "km_minus_1.md",)),
+    "rank1-stochastic-dual": Kind("impossible", _plain(check_rank1_stochastic), lambda m, N: 1, STOCHASTIC,
+                                  "no stochastic B of rank <= 1", (_P + "k1_stochastic.md",)),
+    "radon-separation": Kind("impossible", _plain(check_radon), lambda m, N: m - 1, STOCHASTIC,
+                             "no stochastic B of rank <= m - 1", (_P + "radon_stochastic.md",)),
+    "submatrix": Kind("impossible", _submatrix, None, BOTH,
+                      "what its embedded certificate proves for a sub-cell extracted from A",
+                      (_P + "submatrix.md",)),
+    "branch-and-bound": Kind("impossible", check_branch, lambda m, N: N - 1, BOTH,
+                             "no B of rank <= k (every factor box of every pivot column set refuted)",
+                             (_P + "branch_bound.md",)),
+    "nerve-cycle": Kind("impossible", check_nerve_cycle, lambda m, N: m - 1, BOTH,
+                        "no B of rank <= d (a mod-2 cycle of signed row simplices, odd alternating)",
+                        (_P + "nerve_cycle.md",)),
+    "decoder": Kind("impossible", check_decoder, lambda m, N: m - 1, BOTH,
+                    "no B of rank < p (p rows and a W with the Lemma D sum below 1)",
+                    ("proofs/lemma_D_contractive_decoder.md",)),
 }
 
 
 def recheck(A, eps, k, klass, verdict, certificate) -> bool:
     """True iff ``certificate`` proves ``verdict`` for the cell (A, eps, k, klass), exactly.
 
-    ``outside-scope`` claims nothing and re-checks trivially.  Malformed certificates give False.
-    (A row-simplex-distance certificate excludes stochastic B at every rank; a submatrix one
-    carries the rank limit of the certificate it embeds.)
+    ``outside-scope`` claims nothing and re-checks trivially.  Malformed certificates give False
+    (a rank k that is not a JSON integer too).  (A row-simplex-distance certificate excludes
+    stochastic B at every rank; a submatrix one carries the rank limit of the certificate it
+    embeds.)
     """
     if verdict == "outside-scope":
         return True
@@ -273,15 +294,12 @@ def recheck(A, eps, k, klass, verdict, certificate) -> bool:
         return False
     try:
         eps = as_rational(eps)
-        kind = certificate.get("kind")
-        if verdict == "feasible":
-            return kind == "witness" and check_witness(A, eps, int(k), klass, certificate)
-        if verdict == "impossible" and kind in _IMPOSSIBLE:
-            checker, max_rank, classes = _IMPOSSIBLE[kind]
-            k = int(k)
-            if klass not in classes or k < 0 or (max_rank is not None and k > max_rank(len(A), len(A[0]))):
-                return False
-            return bool(checker(A, eps, certificate, k, klass))
+        kind = KINDS.get(certificate.get("kind"))
+        if kind is None or kind.verdict != verdict:
+            return False
+        k = as_int(k)
+        if klass not in kind.classes or k < 0 or (kind.max_rank is not None and k > kind.max_rank(len(A), len(A[0]))):
+            return False
+        return bool(kind.check(A, eps, certificate, k, klass))
     except (KeyError, ValueError, TypeError, IndexError, ArithmeticError, InputError, RecursionError):
         return False
-    return False

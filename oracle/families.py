@@ -7,7 +7,8 @@
 - ``close_grid_family(r, L, eps)``: points {0..L-1}^r, logits 2 s <a,b> - s ||b||^2,
   s = log(8r / (1 - eps)).  Exact rationals: A is rational (q = e^-s = (1 - eps)/(8r)); rank C = r;
   kappa(C)/s = r (L-1)^2 / 2 from both sides (s is enclosed in an Arb ball only to print kappa);
-  r_eps(A) = L^r by Lemma D with W = I, using the product structure of the row sums.
+  r_eps(A) = L^r by Lemma D with W = I (its sum computed by ``decoder_checks.lemma_d_sum``), using
+  the product structure of the row sums.
   Proof: proofs/family_grid.md (lemmas: proofs/kappa_duality_contrast.md; Lemma D in step 4).
 
 Each ``check_*`` function: well-formed input and check passes implies the claim in its docstring.
@@ -21,19 +22,18 @@ from fractions import Fraction
 
 import sympy as sp
 from flint import arb, ctx, fmpz_mat
+
+from softrank.exact.rational import ONE
 from softrank.exact.rational import parse_rational as exact_rational
+from softrank.oracle.decoder_checks import lemma_d_sum
 from softrank.validated.errors import InputError
 
 PROOF_GAUGE = "proofs/family_gauge.md"
 PROOF_GRID = "proofs/family_grid.md"
 PROOF_KAPPA = "proofs/kappa_duality_contrast.md"
-PROOF_LEMMA_D = "proofs/family_grid.md (step 4: Lemma D with W = I)"
 
 
-# ----------------------------------------------------------------------------------------------
-# Argument checks (bad arguments are InputError: one line, exit 2 on the command line)
-# ----------------------------------------------------------------------------------------------
-
+# ---------------------------------------------------------------- arguments (InputError: one line, exit 2)
 
 def parse_rational(text, where: str, name: str) -> Fraction:
     """An exact rational from an int, a Fraction or a string such as "1/4", "0.25", "3" (text of
@@ -55,9 +55,7 @@ def _check_grid_args(r: int, L: int, eps: Fraction) -> None:
                                                "(limit 200000)")
 
 
-# ----------------------------------------------------------------------------------------------
-# Gauge example (symbolic)
-# ----------------------------------------------------------------------------------------------
+# ---------------------------------------------------------------- gauge example (symbolic)
 
 _T = sp.Symbol("t", real=True)
 _BETA = sp.Symbol("beta", positive=True)
@@ -155,20 +153,12 @@ class GaugeClosure:
 
     def as_json(self) -> dict:
         return {
-            "family": "gauge",
-            "beta": str(self.beta),
-            "t": str(self.t),
-            "invariant": self.invariant,
-            "gamma_formula": self.gamma_symbolic,
-            "gamma": float(self.gamma),
-            "gamma_exact": str(self.gamma),
+            "family": "gauge", "beta": str(self.beta), "t": str(self.t), "invariant": self.invariant,
+            "gamma_formula": self.gamma_symbolic, "gamma": float(self.gamma), "gamma_exact": str(self.gamma),
             "kappa": float(self.kappa_upper) if self.proved else None,
             "kappa_exact": str(self.kappa_upper) if self.proved else None,
-            "kappa_lower": str(self.kappa_lower),
-            "kappa_upper": str(self.kappa_upper),
-            "first_row_A": self.first_row_A,
-            "proved": self.proved,
-            "proofs": [PROOF_GAUGE, PROOF_KAPPA],
+            "kappa_lower": str(self.kappa_lower), "kappa_upper": str(self.kappa_upper),
+            "first_row_A": self.first_row_A, "proved": self.proved, "proofs": [PROOF_GAUGE, PROOF_KAPPA],
         }
 
 
@@ -198,10 +188,7 @@ def close_gauge_family(beta, t) -> GaugeClosure:
                         first_row_A=row)
 
 
-# ----------------------------------------------------------------------------------------------
-# Grid family (exact rationals)
-# ----------------------------------------------------------------------------------------------
-
+# ---------------------------------------------------------------- grid family (exact rationals)
 
 def grid_q(r: int, eps: Fraction) -> Fraction:
     """q = e^{-s} = (1 - eps) / (8 r), exact."""
@@ -257,7 +244,7 @@ def check_grid_lemma_D_identity(r: int, L: int, eps: Fraction) -> tuple[bool, Fr
     q = grid_q(r, eps)
     N, B = grid_row_factor_numerators(L, q)
     n = max(N)  # zmax = n / B
-    value = 2 * (1 - Fraction(B**r, n**r)) + eps
+    value = lemma_d_sum(2 * (1 - Fraction(B**r, n**r)), eps, ONE)  # ||A - I||_inf, max_j ||I_j||_1 = 1
     return value < 1, value
 
 
@@ -330,11 +317,7 @@ class GridClosure:
     def as_json(self) -> dict:
         kb = self.kappa_ball()
         return {
-            "family": "grid",
-            "r": self.r,
-            "L": self.L,
-            "eps": str(self.eps),
-            "q": str(self.q),
+            "family": "grid", "r": self.r, "L": self.L, "eps": str(self.eps), "q": str(self.q),
             "n_points": self.L**self.r,
             "rank_C": self.r if self.rank_C_is_r else None,
             "kappa": float(kb.mid()) if self.kappa_closed else None,

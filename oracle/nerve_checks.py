@@ -17,20 +17,21 @@ from __future__ import annotations
 
 from collections import Counter
 
-from softrank.oracle.check_basics import as_vector, dot
+from softrank.oracle.check_basics import as_ints, as_vector, dot
 
 
-def _face(rows: tuple, signs: tuple, j: int) -> tuple:
+def face(rows: tuple, signs: tuple, j: int) -> tuple:
+    """The face without vertex j, signs flipped when the first is dropped (so its first is +1)."""
     fr, fs = rows[:j] + rows[j + 1:], signs[:j] + signs[j + 1:]
     if fs[0] < 0:
         fs = tuple(-s for s in fs)
     return fr, fs
 
 
-def _simplex(A, eps, item, m: int, N: int) -> tuple | None:
+def checked_simplex(A, eps, item, m: int, N: int) -> tuple | None:
     """(rows, signs) of a well-formed simplex whose point lies in all its signed row cones, else None."""
-    rows = tuple(int(r) for r in item["rows"])
-    signs = tuple(int(s) for s in item["signs"])
+    rows = tuple(as_ints(item["rows"]))
+    signs = tuple(as_ints(item["signs"]))
     if not rows or len(rows) != len(signs) or signs[0] != 1 or any(s not in (1, -1) for s in signs):
         return None
     if any(not 0 <= r < m for r in rows) or any(a >= b for a, b in zip(rows, rows[1:])):
@@ -51,14 +52,14 @@ def check_nerve_cycle(A, eps, cert, k, klass) -> bool:
         return False
     simplices = []
     for item in items:
-        s = _simplex(A, eps, item, m, N)
+        s = checked_simplex(A, eps, item, m, N)
         if s is None:
             return False
         simplices.append(s)
     d = len(simplices[0][0]) - 1
     if d < max(k, 1) or any(len(r) != d + 1 for r, _ in simplices) or len(set(simplices)) != len(simplices):
         return False
-    faces = Counter(_face(r, s, j) for r, s in simplices for j in range(d + 1))
+    faces = Counter(face(r, s, j) for r, s in simplices for j in range(d + 1))
     if any(c % 2 for c in faces.values()):
         return False
     alternating = sum(all(a != b for a, b in zip(s, s[1:])) for _, s in simplices)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from softrank.oracle.check_basics import as_matrix, as_vector, dot
+from softrank.oracle.check_basics import as_ints, as_matrix, as_vector, dot
 
 
 def side_bound(a, eps, s, w, g) -> Fraction:
@@ -26,7 +26,7 @@ def check_radon(A, eps, cert) -> bool:
     m, N = len(A), len(A[0])
     seen = set()
     for entry in cert["splits"]:
-        signs = tuple(int(s) for s in entry["signs"])
+        signs = tuple(as_ints(entry["signs"]))
         if len(signs) != m or any(s not in (1, -1) for s in signs) or signs[0] != 1 or -1 not in signs:
             return False
         w = as_vector(entry["w"], N)

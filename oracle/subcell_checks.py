@@ -11,7 +11,8 @@ otherwise it must be an unrestricted one.
 
 from __future__ import annotations
 
-from softrank.oracle.check_basics import ZERO
+from softrank.exact.rational import ZERO
+from softrank.oracle.check_basics import as_ints
 
 CLASSES = ("unrestricted", "stochastic")
 MAX_NESTING = 16  # submatrix certificates inside one another (a sub-cell of a sub-cell is one of A)
@@ -26,7 +27,7 @@ def _nesting(cert) -> int:
 
 
 def _indices(items, bound) -> list[int] | None:
-    out = [int(x) for x in items]
+    out = as_ints(items)
     if not out or len(set(out)) != len(out) or any(not 0 <= x < bound for x in out):
         return None
     return out

@@ -1,23 +1,15 @@
 """Exact re-check of a threshold certificate: eps*_k(A) = value, with a primal point attaining
 it and dual bounds reaching it (proofs/oracle_profile.md and the reduction files it cites).
 
-One table maps each threshold kind to its checker; malformed input gives False.
+One table (``THRESHOLD_KINDS``) maps each threshold kind to its checker and its proof files;
+malformed input gives False.
 """
 
 from __future__ import annotations
 
-from softrank.oracle.checks import (
-    ZERO,
-    as_matrix,
-    as_rational,
-    as_vector,
-    covered_orthant_bounds,
-    dot,
-    kernel_bound,
-    l1,
-    rank1_stochastic_bound,
-    simplex_distance,
-)
+from softrank.exact.rational import ZERO
+from softrank.oracle.check_basics import as_int, as_matrix, as_rational, as_vector, dot, l1, simplex_distance
+from softrank.oracle.checks import covered_orthant_bounds, kernel_bound, rank1_stochastic_bound
 
 
 def check_threshold(A, cert, k=None) -> bool:
@@ -41,7 +33,7 @@ def _check_threshold(A, cert, k) -> bool:
     if k is None:
         k = cert.get("k")
     if k is not None:
-        k = int(k)
+        k = as_int(k)
         own = {"norm": 0, "kernel": N - 1, "cokernel": m - 1, "rank1-stochastic": 1}
         if kind in own and k != own[kind]:
             return False
@@ -49,8 +41,8 @@ def _check_threshold(A, cert, k) -> bool:
             return False
     elif kind in ("zero", "simplex-rows"):
         return False
-    checker = _THRESHOLD_CHECKS.get(kind)
-    return checker is not None and checker(A, t, cert, k)
+    entry = THRESHOLD_KINDS.get(kind)
+    return entry is not None and entry[0](A, t, cert, k)
 
 def _norm(A, t, cert, k) -> bool:
     return t == max(l1(r) for r in A)
@@ -69,7 +61,7 @@ def _zero(A, t, cert, k) -> bool:
 
 def _kernel(A, t, cert, k) -> bool:
     m, N = len(A), len(A[0])
-    j0 = int(cert["column"])
+    j0 = as_int(cert["column"])
     w = as_vector(cert["w"], N)
     if max(abs(x) for x in w) != 1 or abs(w[j0]) != 1:
         return False
@@ -108,5 +100,14 @@ def _rank1_stochastic(A, t, cert, k) -> bool:
     num, den = rank1_stochastic_bound(A, as_matrix(cert["lambda"], rows=m, cols=N))
     return den > 0 and num >= t * den
 
-_THRESHOLD_CHECKS = {"norm": _norm, "simplex-rows": _simplex_rows, "zero": _zero, "kernel": _kernel,
-                     "cokernel": _cokernel, "rank1-stochastic": _rank1_stochastic}
+_P = "proofs/oracle_"
+_PROFILE = _P + "profile.md"
+#: threshold kind -> (checker(A, t, cert, k), the proof files it rests on)
+THRESHOLD_KINDS = {
+    "norm": (_norm, (_P + "k0.md", _PROFILE)),
+    "simplex-rows": (_simplex_rows, (_P + "stochastic_rows.md", _PROFILE)),
+    "zero": (_zero, (_P + "k_ge_rank.md", _PROFILE)),
+    "kernel": (_kernel, (_P + "kN_minus_1.md", _PROFILE)),
+    "cokernel": (_cokernel, (_P + "km_minus_1.md", _PROFILE)),
+    "rank1-stochastic": (_rank1_stochastic, (_P + "k1_stochastic.md", _PROFILE)),
+}

@@ -31,8 +31,8 @@ def _stochastic(rng: random.Random, m: int, n: int, top: int = 9):
 
 
 def main(args) -> int:
-    from softrank.exact.lp import STATS
-    from softrank.oracle import decide, profile
+    from softrank.oracle.search import decide, profile
+    from softrank.oracle.search.lp import STATS
 
     repeats, quick = args.repeats, bool(args.quick)
     rng = random.Random(20260)

@@ -86,7 +86,7 @@ class _Timeout(Exception):
 def exact_profile(Z: np.ndarray, eps: Fraction, timeout: float) -> dict:
     """The oracle's exact bracket (every route of ``softrank.oracle.profile``), stopped after
     ``timeout`` seconds (then None)."""
-    from softrank.oracle import profile
+    from softrank.oracle.search import profile
 
     A = [[Fraction(int(v), GRID) for v in row] for row in Z]
     t0 = time.perf_counter()

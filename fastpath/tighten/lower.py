@@ -40,7 +40,7 @@ from softrank.fastpath.lower.decoder_oracle import (
 )
 from softrank.fastpath.float64 import decoder_value
 from softrank.fastpath.lower.certificates import MARGIN, Certificate
-from softrank.oracle.nerve import signed_simplices
+from softrank.oracle.search.nerve import signed_simplices
 
 GROUPS = 96  # column groups of the merged eps* LP (operators with more columns)
 EARLY_ITERATIONS = 15  # interior-point iterations of the first, cheap LP of a set

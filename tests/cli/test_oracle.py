@@ -139,3 +139,27 @@ def test_profile_progress_on_a_terminal_only(matrix, capsys, monkeypatch):
         assert line.startswith(f"softrank oracle: k = {d['k']}: {d['verdict']} (")
     assert main(["oracle", str(matrix), "--eps", "2/5", "--profile", "--json", "--no-progress"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_help_states_the_digit_limit():
+    """``softrank oracle --help`` says that entries over MAX_DIGITS digits per part are refused."""
+    from softrank.exact.rational import MAX_DIGITS
+
+    proc = softrank("oracle", "--help")
+    assert proc.returncode == 0
+    assert f"more than {MAX_DIGITS} digits per part" in " ".join(proc.stdout.split())
+
+
+@pytest.mark.parametrize("entry", ["1" + "0" * 400, '"1/1' + "0" * 400 + '"', "0." + "1" * 401])
+def test_entries_over_the_digit_limit_are_refused(tmp_path, capsys, entry):
+    """A JSON integer, a rational text or a JSON decimal with 401 digits in a part: one line, exit 2;
+    400 digits are read."""
+    from softrank.exact.rational import MAX_DIGITS
+
+    path = tmp_path / "A.json"
+    path.write_text(f"[[{entry}, 0], [0, 1]]")
+    assert main(["oracle", str(path), "--eps", "1/4", "--rank", "2"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"at most {MAX_DIGITS} digits per part" in err
+    path.write_text(f"[[{entry.replace('0' * 400, '0' * 399).replace('1' * 401, '1' * 400)}, 0], [0, 1]]")
+    assert main(["oracle", str(path), "--eps", "1/4", "--rank", "2"]) == 0

@@ -8,8 +8,9 @@ from fractions import Fraction as F
 import pytest
 
 from softrank.advisors import highs, simplex
-from softrank.exact import lp as xlp
-from softrank.exact.lp import LP, check_farkas, check_optimal, check_result, feasibility, solve
+from softrank.exact.lp import LP, check_farkas, check_optimal, check_result
+from softrank.oracle.search import lp as xlp
+from softrank.oracle.search.lp import feasibility, solve
 
 ONE = F(1)
 

@@ -76,7 +76,7 @@ def test_import_softrank_is_light():
 
 
 def test_lazy_exports():
-    from softrank import oracle
+    from softrank.oracle import search as oracle
     from softrank.api import Store, bracket, capture, validate
 
     assert softrank.decide is oracle.decide and softrank.profile is oracle.profile

@@ -10,9 +10,10 @@ import random
 from fractions import Fraction as F
 
 import pytest
-from softrank.oracle import branch, decide, recheck
+from softrank.oracle import recheck
+from softrank.oracle.search import branch, decide
 from softrank.oracle.branch_checks import check_farkas_rows, relaxation_rows, root_box
-from softrank.oracle.cell import CellCache
+from softrank.oracle.search.cell import CellCache
 
 I3 = [[F(int(i == j)) for j in range(3)] for i in range(3)]
 

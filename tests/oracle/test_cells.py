@@ -13,7 +13,8 @@ from fractions import Fraction as F
 from pathlib import Path
 
 import pytest
-from softrank.oracle import checks, decide, profile, recheck
+from softrank.oracle import checks, recheck
+from softrank.oracle.search import decide, profile
 
 CELLS = sorted((Path(__file__).parent / "cells").glob("*.json"))
 
@@ -30,7 +31,7 @@ def test_six_cells_kept():
 
 @pytest.mark.parametrize("path", CELLS, ids=lambda p: p.stem)
 def test_stored_certificates_recheck_without_any_solver(path, monkeypatch):
-    from softrank.exact import lp as xlp
+    from softrank.oracle.search import lp as xlp
 
     def no_lp(*a, **k):
         raise AssertionError("re-checking a stored certificate must not solve an LP")

@@ -7,7 +7,8 @@ import random
 from fractions import Fraction as F
 
 import pytest
-from softrank.oracle import check_threshold, decide, recheck, thresholds
+from softrank.oracle import check_threshold, recheck
+from softrank.oracle.search import decide, thresholds
 
 Q = lambda rows: [[F(x) for x in r] for r in rows]
 ID3 = Q([[1, 0, 0], [0, 1, 0], [0, 0, 1]])
@@ -328,3 +329,20 @@ def test_infinite_json_numbers_are_refused_not_raised():
     """``json.loads("1e400")`` is inf: as an index or a rank it is a refusal, not an OverflowError."""
     assert not recheck(CELL, F(2, 5), 0, "unrestricted", "impossible", {"kind": "row-norm", "row": float("inf")})
     assert not check_threshold(CELL, {"kind": "norm", "value": "1", "k": float("inf")})
+
+
+def test_every_kind_names_proof_files_that_exist():
+    """The re-checker's tables name, for each kind, the proof files it rests on (as replay's rules do)."""
+    from pathlib import Path
+
+    from softrank.oracle.checks import KINDS
+    from softrank.oracle.threshold_checks import THRESHOLD_KINDS
+
+    root = Path(__file__).resolve().parents[2]
+    proofs = [(name, kind.proofs) for name, kind in KINDS.items()] + [(n, p) for n, (_, p) in THRESHOLD_KINDS.items()]
+    assert len(KINDS) == 13 and len(THRESHOLD_KINDS) == 6
+    assert {kind.verdict for kind in KINDS.values()} == {"feasible", "impossible"}
+    for name, files in proofs:
+        assert files, name
+        for proof in files:
+            assert proof.startswith("proofs/") and proof.endswith(".md") and (root / proof).is_file(), (name, proof)

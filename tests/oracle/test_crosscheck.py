@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from softrank.oracle import profile
+from softrank.oracle.search import profile
 
 _SOUNDNESS = Path(__file__).resolve().parents[1] / "soundness" / "test_oracle_vs_validated.py"
 

@@ -1,4 +1,4 @@
-"""The oracle's contractive decoders (``oracle/decoder.py`` search, ``oracle/decoder_checks.py``
+"""The oracle's contractive decoders (``oracle/search/decoder.py`` search, ``oracle/decoder_checks.py``
 re-check, kind ``decoder``): found certificates re-check, tampered ones never do, and the rank a
 decoder proves never exceeds the exact r_eps that the other routes decide."""
 
@@ -12,8 +12,9 @@ from fractions import Fraction as F
 
 import pytest
 
-from softrank.oracle import decide, profile, recheck
-from softrank.oracle.decoder import pivot_order, search
+from softrank.oracle import recheck
+from softrank.oracle.search import decide, profile
+from softrank.oracle.search.decoder import pivot_order, search
 
 
 def lemma_d_sum(A, eps, rows, W):

@@ -8,10 +8,11 @@ import json
 import random
 from fractions import Fraction as F
 
-from softrank.oracle import decide, recheck
-from softrank.oracle import nerve
-from softrank.oracle import submatrix as sm
-from softrank.oracle.cell import CellCache
+from softrank.oracle import recheck
+from softrank.oracle.search import decide
+from softrank.oracle.search import nerve
+from softrank.oracle.search import submatrix as sm
+from softrank.oracle.search.cell import CellCache
 from softrank.oracle.nerve_checks import check_nerve_cycle
 
 # A 7 x 7 cell cut from a SmolLM2-135M block (rows renormalised, multiples of 1/1024).

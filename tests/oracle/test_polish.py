@@ -1,12 +1,12 @@
-"""The alternating exact fits of the witness search (``oracle/polish.py``)."""
+"""The alternating exact fits of the witness search (``oracle/search/polish.py``)."""
 
 from __future__ import annotations
 
 from fractions import Fraction as F
 
 from softrank.advisors import highs
-from softrank.exact import lp as xlp
-from softrank.oracle import polish
+from softrank.oracle.search import lp as xlp
+from softrank.oracle.search import polish
 
 A = [[F(1), F(0), F(0)], [F(0), F(1), F(0)], [F(1, 2), F(1, 2), F(0)]]
 V = [[F(1), F(0), F(0)], [F(0), F(1), F(0)]]

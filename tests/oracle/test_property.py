@@ -16,7 +16,8 @@ from fractions import Fraction as F
 
 import pytest
 from softrank.exact.rational import inf_norm, rank
-from softrank.oracle import decide, profile, recheck
+from softrank.oracle import recheck
+from softrank.oracle.search import decide, profile
 
 
 def gen_cell(rng: random.Random, max_m=3, max_n=4):

@@ -10,9 +10,10 @@ import random
 from fractions import Fraction as F
 
 import pytest
-from softrank.oracle import decide, profile, recheck
-from softrank.oracle import witness as wit
-from softrank.oracle.radon import splits
+from softrank.oracle import recheck
+from softrank.oracle.search import decide, profile
+from softrank.oracle.search import witness as wit
+from softrank.oracle.search.radon import splits
 
 EXAMPLE = [[F(2, 19), F(7, 19), F(6, 19), F(4, 19)], [F(1, 21), F(3, 7), F(2, 21), F(3, 7)],
            [F(3, 10), F(1, 4), F(3, 20), F(3, 10)]]

@@ -7,8 +7,9 @@ import random
 from fractions import Fraction as F
 
 import pytest
-from softrank.oracle import check_threshold, corank, decide, profile, thresholds
-from softrank.oracle import reductions as red
+from softrank.oracle import check_threshold
+from softrank.oracle.search import corank, decide, profile, thresholds
+from softrank.oracle.search import reductions as red
 from softrank.validated.errors import InputError
 
 Q = lambda rows: [[F(x) for x in r] for r in rows]
@@ -219,7 +220,7 @@ def test_orthant_routes_stop_at_thirteen_rows():
     (it used to list 2^(m-1) sign vectors: 2^29 exhausted memory on a 30 x 60 cell)."""
     import time
 
-    from softrank.oracle.cell import ORTHANT_ROWS, CellCache
+    from softrank.oracle.search.cell import ORTHANT_ROWS, CellCache
 
     rng = random.Random(3)
     for m, expect in ((ORTHANT_ROWS + 1, "cokernel"), (ORTHANT_ROWS + 2, None), (30, None)):

@@ -8,10 +8,11 @@ import json
 import random
 from fractions import Fraction as F
 
-from softrank.oracle import decide, recheck
-from softrank.oracle import submatrix as sm
-from softrank.oracle import witness as wit
-from softrank.oracle.cell import CellCache
+from softrank.oracle import recheck
+from softrank.oracle.search import decide
+from softrank.oracle.search import submatrix as sm
+from softrank.oracle.search import witness as wit
+from softrank.oracle.search.cell import CellCache
 
 I4 = [[F(int(i == j)) for j in range(4)] for i in range(4)]
 
@@ -153,8 +154,8 @@ def test_subcells_stop_at_an_lp_budget(monkeypatch):
     14 x 14 cell, 4,096 orthant LPs each, ran ~20 min; now about 30 s at 4,096 LPs)."""
     import random
 
-    from softrank.oracle import submatrix as sm
-    from softrank.oracle.cell import CellCache
+    from softrank.oracle.search import submatrix as sm
+    from softrank.oracle.search.cell import CellCache
 
     rng = random.Random(2)
     A = [[F(rng.randint(0, 9), 10) for _ in range(6)] for _ in range(6)]

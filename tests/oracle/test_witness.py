@@ -1,4 +1,4 @@
-"""The oracle's witness search (``oracle/witness.py``): candidate row spaces, the binary64 screen
+"""The oracle's witness search (``oracle/search/witness.py``): candidate row spaces, the binary64 screen
 of the row fits, and certificates short enough to be written as text."""
 
 from __future__ import annotations
@@ -6,9 +6,10 @@ from __future__ import annotations
 import random
 from fractions import Fraction as F
 
-from softrank.oracle import decide
+from softrank.oracle.search import decide
 from softrank.oracle.check_basics import MAX_TEXT
-from softrank.oracle.witness import fit_row_space, presentable, search
+from softrank.oracle.search.row_fit import fit_row_space
+from softrank.oracle.search.witness import presentable, search
 
 
 def cell(seed, m, n):

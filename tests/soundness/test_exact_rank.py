@@ -115,9 +115,9 @@ def test_near_uniform_exact_rank_one(seed):
 
 def _oracle_profile():
     try:
-        from softrank.oracle.core import profile
+        from softrank.oracle.search.core import profile
     except ImportError:  # pragma: no cover - the oracle is another component
-        pytest.skip("softrank.oracle.core.profile not available")
+        pytest.skip("softrank.oracle.search.core.profile not available")
     return profile
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from softrank.exact.rational import from_fmpq_mat, inf_norm, to_fmpq_mat
 from softrank.oracle import check_threshold
-from softrank.oracle import corank
+from softrank.oracle.search import corank
 
 
 def invertible(rng, n):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from helpers import exact_enclosure, float64_frobenius_lower, float64_projected
-from softrank.oracle import profile
+from softrank.oracle.search import profile
 from softrank.validated.contractive_decoder import check_contractive_decoder
 from softrank.validated.frobenius_tail import check_frobenius_tail
 from softrank.validated.projected_tail import check_projected_tail

@@ -15,7 +15,7 @@ from fractions import Fraction as F
 from pathlib import Path
 
 from softrank.exact.rational import fmt, fmt_mat
-from softrank.oracle import profile
+from softrank.oracle.search import profile
 
 HERE = Path(__file__).resolve().parent
 

@@ -5,59 +5,18 @@ it (proofs/oracle_witness.md).  This module tries a few fixed row spaces V (k x 
 rows of A in pivoted Gram-Schmidt order, the row space of A projected on its first k pivoted
 columns, the top-k right singular vectors of a float64 SVD (those two rounded to rationals), then
 k-subsets of rows in lexicographic order.  For a fixed V
-the best X is found row by row with exact feasibility LPs (``||a_i - x_i^T V||_1 <= eps``, plus
-``x_i^T V >= 0`` and unit sum in the stochastic class).  Floats only choose candidates.
+the best X is found row by row with exact feasibility LPs (``row_fit.fit_row_space``).  Floats only
+choose candidates.
 """
 
 from __future__ import annotations
 
 import itertools
-from fractions import Fraction
 
-from softrank.advisors import highs
-from softrank.exact import lp as xlp
-from softrank.exact.rational import TEXT_BITS, from_binary64, matmul
-from softrank.oracle.decoder import pivot_order
-from softrank.oracle.polish import polish
-
-ZERO = Fraction(0)
-
-
-def _row_lp(a, V, eps, klass):
-    k, N = len(V), len(a)
-    b = xlp.Builder()
-    for t in range(k):
-        b.var(("x", t))
-    for j in range(N):
-        col = {("x", t): V[t][j] for t in range(k)}
-        b.le({**col, ("e", j): -1}, a[j], ("p", j))  # (x^T V)_j - a_j <= e_j
-        b.le({**{c: -v for c, v in col.items()}, ("e", j): -1}, -a[j], ("n", j))
-        if klass == "stochastic":
-            b.le({c: -v for c, v in col.items()}, 0, ("nonneg", j))
-    b.le({("e", j): 1 for j in range(N)}, eps, "budget")
-    if klass == "stochastic":
-        b.eq({("x", t): sum(V[t], ZERO) for t in range(k)}, 1, "sum")
-    return b
-
-
-def fit_row_space(A, V, eps, klass="unrestricted", method="auto"):
-    """Exact X with ||A - X V||_inf <= eps (and stochastic XV in that class), or None.
-
-    With HiGHS (``method`` other than "simplex") every row LP is first solved in binary64, and a
-    row HiGHS finds infeasible ends the search for this V before any exact LP (a screen: it
-    decides nothing, it only skips V)."""
-    lps = []
-    for a in A:
-        lps.append(_row_lp(a, V, eps, klass))
-        if method != "simplex" and highs.available() and highs.float_solution(lps[-1].build()) is None:
-            return None
-    X = []
-    for b in lps:
-        res = xlp.feasibility(b.build(), method)
-        if not res.feasible:
-            return None
-        X.append([b.value(res.x, ("x", t)) for t in range(len(V))])
-    return X
+from softrank.exact.rational import TEXT_BITS, ZERO, from_binary64, matmul
+from softrank.oracle.search.decoder import pivot_order
+from softrank.oracle.search.polish import polish
+from softrank.oracle.search.row_fit import fit_row_space
 
 
 def _svd_candidates(A, k, denominators=(1 << 10, 1 << 20)):
@@ -140,7 +99,7 @@ def search(A, eps, k, klass="unrestricted", method="auto", max_subsets=20):
 
 
 def search_polished(A, eps, k, klass="unrestricted", method="auto", starts=2):
-    """Alternating fits (``softrank.oracle.polish``) from the first ``starts`` candidates (SVD
+    """Alternating fits (``softrank.oracle.search.polish``) from the first ``starts`` candidates (SVD
     bases first, then subsets of rows); return (X, Y) with B = X Y^T, or None."""
     if k < 1:
         return None

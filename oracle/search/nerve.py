@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 from softrank.advisors.cones import cone_point
-from softrank.oracle.nerve_checks import _face, _simplex, check_nerve_cycle
+from softrank.oracle.nerve_checks import check_nerve_cycle, checked_simplex, face
 
 MAX_ROWS = 12  # larger cells: the first MAX_ROWS rows only (a cycle on them is a cycle of A)
 MAX_LPS = 4000  # cone LPs per search
@@ -52,7 +52,7 @@ def signed_simplices(A: np.ndarray, eps: float, k: int, rows: list[int], max_lps
                     continue
                 for s in (1, -1):
                     cand = (R + (r,), S + (s,))
-                    if any(_face(*cand, j) not in points for j in range(len(cand[0]) - 1)):
+                    if any(face(*cand, j) not in points for j in range(len(cand[0]) - 1)):
                         continue
                     if lps >= max_lps or (deadline is not None and time.perf_counter() > deadline):
                         return None
@@ -72,7 +72,7 @@ def _cycle(top: list) -> list | None:
     for ci, (R, S, _) in enumerate(top):
         v = int(all(a != b for a, b in zip(S, S[1:])))
         for j in range(len(R)):
-            v ^= 1 << (faces.setdefault(_face(R, S, j), len(faces)) + 1)
+            v ^= 1 << (faces.setdefault(face(R, S, j), len(faces)) + 1)
         comb = 1 << ci
         while v:
             hb = v.bit_length() - 1
@@ -108,7 +108,7 @@ def lower_bound(A, eps: Fraction, k: int, klass: str = "unrestricted", cell=None
             for i in pick]}
         if check_nerve_cycle(A, eps, cert, k, klass):
             return cert
-        bad = {i for i, item in zip(pick, cert["simplices"]) if _simplex(A, eps, item, m, N) is None}
+        bad = {i for i, item in zip(pick, cert["simplices"]) if checked_simplex(A, eps, item, m, N) is None}
         if not bad:
             return None
         top = [t for i, t in enumerate(top) if i not in bad]

@@ -1,14 +1,14 @@
 """The direct reductions of ``decide``, by class: each returns (verdict, certificate, reduction)
 or (verdict, certificate, reduction, note), or None where no direct reduction covers (k, class).
 
-Nothing here is trusted: ``softrank.oracle.decide`` re-checks every certificate it hands out.
+Nothing here is trusted: ``softrank.oracle.search.decide`` re-checks every certificate it hands out.
 """
 
 from __future__ import annotations
 
 from softrank.exact.rational import rank
-from softrank.oracle import corank, radon
-from softrank.oracle import reductions as red
+from softrank.oracle.search import corank, radon
+from softrank.oracle.search import reductions as red
 
 
 def unrestricted(A, eps, k, cell):

@@ -16,12 +16,11 @@ import time
 from collections import deque
 
 from softrank.advisors import highs
-from softrank.exact import lp as xlp
-from softrank.exact.rational import fmt
-from softrank.oracle import polish
+from softrank.exact.rational import ONE, ZERO, fmt
 from softrank.oracle.branch_checks import check_farkas_rows, relaxation_rows, root_box
-from softrank.oracle.check_basics import ONE, ZERO
-from softrank.oracle.reductions import witness_certificate
+from softrank.oracle.search import lp as xlp
+from softrank.oracle.search import polish
+from softrank.oracle.search.reductions import witness_certificate
 
 
 def _proposed(rows):

@@ -1,4 +1,5 @@
-"""``decide`` and ``profile``: exact verdicts on small cells, each with a re-checked certificate.
+"""``decide`` and ``profile``: exact verdicts on small cells, each with a re-checked certificate
+(untrusted search; the re-check is the trusted ``softrank.oracle.recheck``).
 
 A cell is (A rational m x N, eps > 0 rational, rank budget k >= 0, class).  ``decide`` answers
 ``feasible`` (a rational B of rank <= k in the class with ||A - B||_inf <= eps exists: the
@@ -13,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from softrank.exact.rational import as_matrix, fmt, fmt_mat, parse_rational, rank_factor
-from softrank.oracle import branch, nerve, routes, submatrix
-from softrank.oracle import reductions as red
-from softrank.oracle import witness as wit
-from softrank.oracle.cell import CellCache, CertificateRejected
+from softrank.exact.rational import ZERO, as_matrix, fmt, fmt_mat, parse_rational, rank_factor
 from softrank.oracle.checks import check_witness, recheck
+from softrank.oracle.search import branch, nerve, routes, submatrix
+from softrank.oracle.search import reductions as red
+from softrank.oracle.search import witness as wit
+from softrank.oracle.search.cell import CellCache, CertificateRejected
 from softrank.oracle.threshold_checks import check_threshold
 from softrank.validated.errors import InputError
 
@@ -120,14 +121,14 @@ def decide(A, eps, k, klass="unrestricted", *, witness=None, search=True, method
 
     ``A``: list of rows of Fraction / int / "p/q" strings, or an ``fmpq_mat``.  ``eps`` > 0.
     ``witness``: optional explicit B (matrix) or (X, Y); if it re-checks, the cell is feasible.
-    ``search``: try the witness search of ``softrank.oracle.witness`` when no reduction applies.
-    ``method``: LP route, "auto" | "highs" | "simplex" (see ``softrank.exact.lp.solve``).
+    ``search``: try the witness search of ``softrank.oracle.search.witness`` when no reduction applies.
+    ``method``: LP route, "auto" | "highs" | "simplex" (see ``softrank.oracle.search.lp.solve``).
     ``prune``: depth-first pruning of sign patterns at k = 1 (unrestricted).
-    ``subcells``: try the lower bounds of sub-cells (``softrank.oracle.submatrix``) before
+    ``subcells``: try the lower bounds of sub-cells (``softrank.oracle.search.submatrix``) before
     answering outside-scope.  ``decoders``: a contractive decoder of more than k rows
-    (``softrank.oracle.decoder``, Lemma D), tried right after the direct reductions.  ``nerves``: then a mod-2 cycle of signed row simplices
-    (``softrank.oracle.nerve``; at most 12 rows).  ``search_budget``: seconds for the branch and
-    bound over factor boxes (``softrank.oracle.branch``), tried last; None or 0: not tried.
+    (``softrank.oracle.search.decoder``, Lemma D), tried right after the direct reductions.  ``nerves``: then a mod-2 cycle of signed row simplices
+    (``softrank.oracle.search.nerve``; at most 12 rows).  ``search_budget``: seconds for the branch and
+    bound over factor boxes (``softrank.oracle.search.branch``), tried last; None or 0: not tried.
     """
     A, eps, k, klass = _cell(A, eps, k, klass)
     cell = cache if cache is not None and cache.A == A else CellCache(A, method, prune)
@@ -183,7 +184,7 @@ class Profile:
     rank: int | None
     thresholds: dict
     klass: str = "unrestricted"
-    eps: Fraction = Fraction(0)
+    eps: Fraction = ZERO
     decisions: list = field(default_factory=list)
     threshold_certificates: dict = field(default_factory=dict)
     note: str = ""

@@ -5,7 +5,7 @@ with V fixed, then V minimising it with X fixed (in the stochastic class both ke
 with unit row sums).  With HiGHS both LPs are solved in binary64 and each factor is rounded to
 small denominators before the next step (in the stochastic class X is passed at its exact
 binary64 value: a rounded X would leave no V with unit row sums); a V whose binary64 fit is
-within eps goes to the exact row fits of ``softrank.oracle.witness``.  With ``method="simplex"``
+within eps goes to the exact row fits of ``row_fit``.  With ``method="simplex"``
 both LPs are solved exactly.  A pair whose exact error is <= eps is a witness candidate;
 ``decide`` re-checks it exactly (proofs/oracle_witness.md), so nothing here needs to be right.
 """
@@ -15,9 +15,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 from softrank.advisors import highs
-from softrank.exact import lp as xlp
-
-ZERO = Fraction(0)
+from softrank.exact.rational import ZERO
+from softrank.oracle.search import lp as xlp
+from softrank.oracle.search.row_fit import fit_row_space
 
 
 def _fit_lp(A, fixed, unknown_rows: bool, k, klass):
@@ -108,14 +108,12 @@ def polish(A, eps, klass, V, method="auto", rounds=6, den=1 << 16):
 
     With HiGHS (``method`` "auto" or "highs") both fits are binary64 LPs and only a promising V
     (its binary64 fit within eps + 1e-9) goes to the exact row fits of
-    ``softrank.oracle.witness.fit_row_space``, and a promising V-step to one exact LP: exact LPs
+    ``row_fit.fit_row_space``, and a promising V-step to one exact LP: exact LPs
     only where a witness is in sight instead of two over all the entries per round (minutes on a
     30 x 30 cell).  ``method="simplex"`` alternates exact
     optima as before."""
     if method == "simplex" or not highs.available():
         return _polish_exact(A, eps, klass, V, method, rounds, den)
-    from softrank.oracle.witness import fit_row_space
-
     k = len(V)
     for _ in range(rounds):
         Xf, tau = _float_factor(A, V, True, k, klass)

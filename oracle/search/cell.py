@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from softrank.exact.rational import rank
-from softrank.oracle import corank, decoder
-from softrank.oracle import reductions as red
+from softrank.oracle.search import corank, decoder
+from softrank.oracle.search import reductions as red
 from softrank.oracle.threshold_checks import check_threshold
 
 
@@ -54,7 +54,7 @@ class CellCache:
         return self.thresholds[name]
 
     def decoder(self, eps):
-        """The greedy decoder of ``softrank.oracle.decoder`` at eps (searched once per eps), or None."""
+        """The greedy decoder of ``softrank.oracle.search.decoder`` at eps (searched once per eps), or None."""
         if eps not in self.decoders:
             self.decoders[eps] = decoder.search(self.A, eps)
         return self.decoders[eps]

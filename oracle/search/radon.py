@@ -6,19 +6,16 @@ non-empty sets of rows P and Q, coincide.  With weights mu_i and u_i = mu_i b_i 
 linear, so each split {P, Q} of all m rows (row 0 in P; rows with mu_i = 0 take part in name
 only) is one exact feasibility LP.  A feasible split gives a witness; every split infeasible
 gives, per split, the reduced Farkas vector (w, g) that ``softrank.oracle.radon_checks`` re-checks.
-Nothing here is trusted: ``softrank.oracle.decide`` re-checks what it returns.
+Nothing here is trusted: ``softrank.oracle.search.decide`` re-checks what it returns.
 """
 
 from __future__ import annotations
 
 import itertools
-from fractions import Fraction
 
-from softrank.exact import lp as xlp
 from softrank.exact.rational import fmt_mat, fmt_vec
-from softrank.oracle.reductions import nearest_probability_vector, witness_from_matrix
-
-ZERO = Fraction(0)
+from softrank.oracle.search import lp as xlp
+from softrank.oracle.search.reductions import nearest_probability_vector, witness_from_matrix
 
 
 def splits(m: int) -> list[tuple[int, ...]]:

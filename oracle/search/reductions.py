@@ -1,9 +1,10 @@
-"""The exact reductions of the oracle (docs/oracle.md, proofs/oracle_*.md): each builds exact LPs, solves them with
-``softrank.exact.lp`` (checked certificates) and turns the LP certificates into the oracle's
-semantic certificates, which ``softrank.oracle.checks`` re-checks independently.
+"""The exact reductions of the oracle (docs/oracle.md, proofs/oracle_*.md): each builds exact LPs,
+solves them with ``softrank.oracle.search.lp`` (certificates checked by ``softrank.exact.lp``) and
+turns the LP certificates into the oracle's semantic certificates, which ``softrank.oracle.checks``
+re-checks independently.
 
 Every function returns ``(verdict, certificate)`` or a threshold certificate; none of them is
-trusted: ``softrank.oracle.decide`` re-checks what they return before handing it out.
+trusted: ``softrank.oracle.search.decide`` re-checks what they return before handing it out.
 """
 
 from __future__ import annotations
@@ -11,15 +12,13 @@ from __future__ import annotations
 import itertools
 from fractions import Fraction
 
-from softrank.exact import lp as xlp
-from softrank.exact.rational import fmt, fmt_mat, fmt_vec, inf_norm, rank_factor, row_l1
-
-ZERO = Fraction(0)
-ONE = Fraction(1)
+from softrank.exact.rational import ONE, ZERO, fmt, fmt_mat, fmt_vec, inf_norm, rank_factor, row_l1
+from softrank.oracle.check_basics import simplex_distance
+from softrank.oracle.search import lp as xlp
 
 
 def solve_optimal(b, method, stats, what: str):
-    """Solve the LP built by ``b`` exactly (``softrank.exact.lp.solve``: a checked certificate),
+    """Solve the LP built by ``b`` exactly (``softrank.oracle.search.lp.solve``: a checked certificate),
     count it in ``stats``, and insist on an optimum (these LPs are feasible and bounded)."""
     res = xlp.solve(b.build(), method)
     if stats is not None:
@@ -52,12 +51,6 @@ def k0_unrestricted(A, eps):
     if norms[worst] <= eps:
         return "feasible", witness_certificate([[] for _ in range(m)], [[] for _ in range(N)], construction="B = 0")
     return "impossible", {"kind": "row-norm", "row": worst, "row_l1": fmt(norms[worst])}
-
-
-def simplex_distance(a) -> Fraction:
-    P = sum((x for x in a if x > 0), ZERO)
-    Q = -sum((x for x in a if x < 0), ZERO)
-    return abs(P - 1) + Q
 
 
 def nearest_probability_vector(a) -> list[Fraction]:

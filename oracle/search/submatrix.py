@@ -7,7 +7,7 @@ decided at k = m' - 1 in both classes) and the (k + 1)-column ones, by deleting 
 merging them into k + 1 groups (all rows: decided at k = N' - 1, unrestricted class); at most
 ``MAX_SUBCELLS`` sub-cells and ``MAX_LPS`` LPs in all.  Smaller
 sub-cells are never needed: a sub-cell of a decided sub-cell has r_eps at most the decided one's.
-Nothing here is trusted: ``softrank.oracle.decide`` re-checks the certificate, and the re-check
+Nothing here is trusted: ``softrank.oracle.search.decide`` re-checks the certificate, and the re-check
 extracts the sub-cell from A itself.
 """
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import itertools
 
-from softrank.exact.rational import fmt_mat
 from softrank.advisors import highs
-from softrank.oracle import corank, decoder, routes
+from softrank.exact.rational import fmt_mat
+from softrank.oracle.search import corank, decoder, routes
 from softrank.oracle.subcell_checks import subcell
 
 MAX_SUBCELLS = 60
@@ -54,7 +54,7 @@ def candidates(m, N, k, klass):
 
 
 def _orthants_above(sub, eps, stats) -> bool:
-    """False when some orthant LP of the cokernel threshold (``softrank.oracle.corank``) has a
+    """False when some orthant LP of the cokernel threshold (``softrank.oracle.search.corank``) has a
     binary64 value below eps (the sub-cell is then feasible at its k = m' - 1 up to rounding: not
     worth its exact LPs); True otherwise, or when HiGHS is not there to screen."""
     if not highs.available():

@@ -1,7 +1,7 @@
 """The oracle's corank reductions: k = N - 1 (a kernel vector of B) and k = m - 1 (a cokernel
 vector), each as exact LPs per column or sign pattern (proofs/oracle_kN_minus_1.md,
-proofs/oracle_km_minus_1.md).  Like ``softrank.oracle.reductions``, nothing here is trusted:
-``softrank.oracle.decide`` re-checks every certificate returned.
+proofs/oracle_km_minus_1.md).  Like ``softrank.oracle.search.reductions``, nothing here is trusted:
+``softrank.oracle.search.decide`` re-checks every certificate returned.
 """
 
 from __future__ import annotations
@@ -9,12 +9,9 @@ from __future__ import annotations
 import itertools
 from fractions import Fraction
 
-from softrank.exact import lp as xlp
-from softrank.exact.rational import fmt, fmt_vec, matvec, transpose
-from softrank.oracle.reductions import solve_optimal, witness_from_matrix
-
-ZERO = Fraction(0)
-ONE = Fraction(1)
+from softrank.exact.rational import ONE, ZERO, fmt, fmt_vec, matvec, transpose
+from softrank.oracle.search import lp as xlp
+from softrank.oracle.search.reductions import solve_optimal, witness_from_matrix
 
 
 # ---------------------------------------------------------------- k = N - 1

@@ -19,9 +19,9 @@ from fractions import Fraction
 import numpy as np
 
 from softrank.advisors import highs
-from softrank.exact import lp as xlp
 from softrank.exact.rational import fmt_mat
 from softrank.oracle.decoder_checks import decoder_value
+from softrank.oracle.search import lp as xlp
 
 MARGIN = 1e-9  # a binary64 LP value above 1 - MARGIN is not worth an exact check
 

@@ -84,16 +84,29 @@ def reduction_bound() -> Fraction:
     return (LN2_UPPER * phi + 2 * U * M2 + ETA / 2 + K_MAX * LN2_SPLIT_ERR) / (1 - U - U / (1 - U))
 
 
+def reduction_error() -> Fraction:
+    """nu: |r_f - rho_red| <= nu for every x in [TINY_CUT, 0] (step P1, given |r_f| <= R_MAX)."""
+    r = Fraction(R_MAX)
+    return U * r + U * (r / (1 - U) + M2) + U * M2 + ETA / 2 + K_MAX * LN2_SPLIT_ERR
+
+
+def polynomial_error() -> Fraction:
+    """A rational >= |sum_j c_j t^j - exp(t)| for |t| <= R_MAX: coefficient rounding plus
+    Lagrange's remainder (step P3)."""
+    r = Fraction(R_MAX)
+    coef = sum(abs(Fraction(c) - Fraction(1, factorial(j))) * r**j for j, c in enumerate(COEFFS))
+    trunc = r ** (DEGREE + 1) / factorial(DEGREE + 1) * _exp_upper(r)
+    return coef + trunc
+
+
 def exp_relative_error() -> Fraction:
     """kappa: |E - exp(x)| <= kappa exp(x) for E = 2^k fl(Horner(r)) (steps P1-P3)."""
     r = Fraction(R_MAX)
     if reduction_bound() > r:
         raise ArithmeticError("the reduced argument is not proved to lie in [-R_MAX, R_MAX]")
     e_r = _exp_upper(r)
-    coef = sum(abs(Fraction(c) - Fraction(1, factorial(j))) * r**j for j, c in enumerate(COEFFS))
-    trunc = r ** (DEGREE + 1) / factorial(DEGREE + 1) * e_r
-    kappa1 = (horner_error(r) + coef + trunc) * e_r
-    nu = U * r + U * (r / (1 - U) + M2) + U * M2 + ETA / 2 + K_MAX * LN2_SPLIT_ERR
+    kappa1 = (horner_error(r) + polynomial_error()) * e_r
+    nu = reduction_error()
     return (1 + kappa1) * (1 + nu / (1 - nu)) - 1
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-import numpy as np
 from softrank.api.records import Record, parse_eps
 from softrank.replay import record as core
+from softrank.replay.record import check_record  # the store reader's checks, for records made in memory
 from softrank.validated.errors import InputError
 
 BRACKET_EPS = (0.15, 0.25, 0.35)
@@ -114,37 +114,3 @@ def _tolerance(t) -> ValidatedTolerance:
         upper_bound="" if t.upper is None else t.upper.value, upper_route="" if t.upper is None else t.upper.route,
         lower_kind=t.lower_kind, lemmas=tuple(dict.fromkeys(lemmas)), assumptions=tuple(t.assumptions),
         contradiction=t.contradiction)
-
-
-def _finite(arr, where: str, field: str, shape=None) -> None:
-    if not isinstance(arr, np.ndarray) or arr.dtype != np.float64 or arr.ndim != 2:
-        raise InputError(where, field, "expected a 2-d float64 array")
-    if shape is not None and arr.shape != shape:
-        raise InputError(where, field, f"shape {list(arr.shape)} disagrees with {list(shape)}")
-    if not np.all(np.isfinite(arr)):
-        raise InputError(where, field, "non-finite entry (NaN or inf)")
-
-
-def check_record(record: core.Record) -> None:
-    """The structural checks of the store reader, for a record that did not come from a store."""
-    rid = record.record_id
-    if record.form == "logits":
-        _finite(record.logits, rid, "logits")
-        m, n = record.logits.shape
-    elif record.form == "qk":
-        _finite(record.queries, rid, "queries")
-        _finite(record.keys, rid, "keys", (record.keys.shape[0], record.queries.shape[1]))
-        m, n = record.queries.shape[0], record.keys.shape[0]
-        if record.bias is not None:
-            _finite(record.bias, rid, "bias", (m, n))
-    else:
-        raise InputError(rid, "form", f"expected 'logits' or 'qk', got {record.form!r}")
-    _finite(record.a_hat, rid, "a_hat", (m, n))
-    if np.any(record.a_hat < 0) or np.any(np.abs(record.a_hat.sum(axis=1) - 1) > core.STOCHASTIC_ROW_TOL):
-        raise InputError(rid, "a_hat", "not row-stochastic")
-    for i, tol in enumerate(record.tolerances):
-        if not 0 < tol.eps < 1:
-            raise InputError(rid, f"tolerances[{i}].eps", f"eps must lie in (0, 1), got {tol.eps_text}")
-        if tol.upper is not None:
-            _finite(tol.upper.X, rid, f"tolerances[{i}].upper.X", (m, tol.upper.rank))
-            _finite(tol.upper.Y, rid, f"tolerances[{i}].upper.Y", (n, tol.upper.rank))

@@ -3,7 +3,8 @@
 - ``rowsoftmax64``: the row softmax of float64 logits (max-shifted), the producer's a_hat;
 - ``row_l1`` / ``max_row_l1``: the row l1 errors of a factorization and ``||A - X Y^T||_inf``;
 - ``decoder_value``: ``||A_S W - I_p||_inf + eps max_j ||W_j||_1`` (a decoder certificate holds
-  when it is below 1).
+  when it is below 1), computed by the checker's own float implementation
+  (``softrank.validated.contractive_decoder.decoder_sum_float``), so the two never disagree on it.
 
 These are proposals only: the validated replay recomputes every claim in balls.
 """
@@ -11,6 +12,8 @@ These are proposals only: the validated replay recomputes every claim in balls.
 from __future__ import annotations
 
 import numpy as np
+
+from softrank.validated.contractive_decoder import decoder_sum_float
 
 MARGIN = 1e-9  # a float64 claim is kept only with this much room: value <= eps - MARGIN, <= 1 - MARGIN
 
@@ -39,6 +42,5 @@ def max_row_l1(A: np.ndarray, X: np.ndarray, Y: np.ndarray) -> float:
 
 
 def decoder_value(A: np.ndarray, rows: np.ndarray, W: np.ndarray, eps: float) -> float:
-    """float64 ``||A_S W - I_p||_inf + eps max_j ||W_j||_1``."""
-    p = len(rows)
-    return float(np.abs(A[rows] @ W - np.eye(p)).sum(axis=1).max() + eps * np.abs(W).sum(axis=1).max())
+    """float64 ``||A_S W - I_p||_inf + eps max_j ||W_j||_1`` (inf or NaN on overflow)."""
+    return float(decoder_sum_float(A[rows], W, eps))

@@ -92,29 +92,24 @@ def replay_record(record: Record, strict: bool = False) -> RecordResult:
     return result
 
 
-def _unavailable(lemma: str, reason: str) -> Check:
-    return Check(Outcome.UNRESOLVED, lemma, reason=reason)
-
-
 def _replay_tolerance(base: Claim, tol, enclosure_error: str) -> ToleranceResult:
     assumptions: set[str] = set()
     upper, v_upper = None, None
     if tol.upper is not None:
         if base.enclosure is None:
-            upper = _unavailable(UPPER_RULE.proofs[0], enclosure_error)
+            upper = Check(Outcome.UNRESOLVED, UPPER_RULE.proofs[0], reason=enclosure_error)
         else:
-            upper = UPPER_RULE.check(_with(base, witness=tol.upper))
+            upper = UPPER_RULE.check(replace(base, witness=tol.upper))
             if upper.proved:
                 v_upper = tol.upper.rank
                 assumptions.update(upper.assumptions)
     trivial = TRIVIAL_RULE.check(base)
     v_lower, lower_kind = (1, TRIVIAL_LOWER_KIND) if trivial.proved else (0, "")
+    assumptions.update(trivial.assumptions)  # an unproved check lists none
     lowers = []
     for cert in tol.lower:
-        if base.enclosure is None:
-            chk = _unavailable("", enclosure_error)
-        else:
-            chk = check_lower_certificate(_with(base, cert=cert))
+        chk = (Check(Outcome.UNRESOLVED, "", reason=enclosure_error) if base.enclosure is None
+               else check_lower_certificate(replace(base, cert=cert)))
         lowers.append(LowerResult(cert.kind, cert.lower, chk))
         if chk.proved and cert.lower > v_lower:
             v_lower, lower_kind = cert.lower, cert.kind
@@ -129,7 +124,3 @@ def _replay_tolerance(base: Claim, tol, enclosure_error: str) -> ToleranceResult
         validated_lower=None if contradiction else v_lower, lower_kind=lower_kind,
         validated_upper=None if contradiction else v_upper,
         assumptions=tuple(sorted(a for a in assumptions if a)), contradiction=contradiction)
-
-
-def _with(base: Claim, **changes) -> Claim:
-    return replace(base, **changes)

@@ -15,6 +15,7 @@ trusted core (``softrank.fastpath.store.writer``).  The field list is in ``docs/
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -23,12 +24,39 @@ from typing import Any
 
 import numpy as np
 
+from softrank.exact.rational import parse_rational
+from softrank.validated.errors import InputError
+
 SCHEMA = "softrank.record"
 SCHEMA_VERSIONS_READ = (1,)
 SCHEMA_VERSION_WRITTEN = 1
 RECORD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 VERDICTS = ("feasible", "impossible", "unresolved")
 STOCHASTIC_ROW_TOL = 1e-6  # producer's A_hat rows must sum to 1 within this (float64 check)
+
+
+def short(value, limit: int = 60, quote: bool = True) -> str:
+    """A value as shown in an error message: ``repr`` (or ``str``), cut to ``limit`` characters."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"<an integer of about {int(value.bit_length() * 0.30103)} digits>"
+    text = repr(value) if quote else str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def parse_eps(value, where: str, field_name: str) -> tuple[Fraction, str]:
+    """(exact value, text) of a tolerance, for the reader and for records made in memory: a float
+    (a JSON number) is its exact binary64 value, an integer or a ``Fraction`` itself, a string
+    ``"p/q"`` or ``"0.25"`` that exact rational (bounded size); it must lie in (0, 1)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, Fraction)):
+        raise InputError(where, field_name, f"expected a number or a string 'p/q', got {short(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(where, field_name, f"must be finite, got {value!r}")
+    text = (f"{value.numerator}/{value.denominator}" if isinstance(value, Fraction)
+            else short(value) if isinstance(value, int) else str(value))
+    exact = parse_rational(value, where, field_name)
+    if not 0 < exact < 1:
+        raise InputError(where, field_name, f"eps must lie in (0, 1), got {text}")
+    return exact, text
 
 
 @dataclass
@@ -93,3 +121,58 @@ class Record:
             "operator A = rowsoftmax(scale * Q K^T" + bias + ") for the stored binary64 "
             "queries, keys, scale" + (", bias" if bias else "") + ", read as exact reals"
         )
+
+
+def check_record(record: Record, where: str | None = None) -> None:
+    """The checks that need the record as a whole, made once for every record: by the store reader
+    (after each field has its JSON type), before ``softrank.validate`` and before ``Store.write``.
+    Plain finite float64 matrices of consistent shapes, a non-empty operator, a row-stochastic
+    A_hat, eps an exact rational in (0, 1), finite certificate arrays; else ``InputError`` naming
+    the field (``where``: the record, by default its id)."""
+    where = record.record_id if where is None else where
+
+    def fail(field_name: str, message: str):
+        raise InputError(where, field_name, message)
+
+    def matrix(arr, field_name: str, shape=None, what: str = "operator shape") -> tuple[int, int]:
+        if type(arr) is not np.ndarray or arr.dtype != np.float64 or arr.ndim != 2:
+            fail(field_name, "expected a 2-d float64 array")
+        if not np.all(np.isfinite(arr)):
+            fail(field_name, f"non-finite entry (NaN or inf) at {np.argwhere(~np.isfinite(arr))[0].tolist()}")
+        if shape is not None and arr.shape != tuple(shape):
+            fail(field_name, f"shape {list(arr.shape)} disagrees with {what} {list(shape)}")
+        return arr.shape
+
+    if not isinstance(record.record_id, str) or not RECORD_ID_RE.match(record.record_id):
+        fail("record_id", f"invalid record id {short(record.record_id)}")
+    if record.form == "logits":
+        m, n = matrix(record.logits, "operator.logits")
+    elif record.form == "qk":
+        (m, d), (n, e) = matrix(record.queries, "operator.queries"), matrix(record.keys, "operator.keys")
+        if d != e:
+            fail("operator.keys", f"head dimension {e} disagrees with queries' {d}")
+        if isinstance(record.scale, bool) or not isinstance(record.scale, float) or not math.isfinite(record.scale):
+            fail("operator.scale", f"expected a finite binary64 number, got {short(record.scale)}")
+        if record.bias is not None:
+            matrix(record.bias, "operator.bias", (m, n))
+    else:
+        fail("operator.form", f"expected 'logits' or 'qk', got {short(record.form)}")
+    if m < 1 or n < 1:
+        fail("operator", f"empty operator shape [{m}, {n}]")
+    matrix(record.a_hat, "a_hat", (m, n))
+    if np.any(record.a_hat < 0):
+        fail("a_hat", "not row-stochastic: negative entry")
+    row_err = np.abs(record.a_hat.sum(axis=1) - 1.0)
+    if np.any(row_err > STOCHASTIC_ROW_TOL):
+        i = int(np.argmax(row_err))
+        fail("a_hat", f"not row-stochastic: row {i} sums to {record.a_hat[i].sum():.9g}")
+    for t, tol in enumerate(record.tolerances):
+        if not isinstance(tol.eps, Fraction) or not 0 < tol.eps < 1:
+            fail(f"tolerances[{t}].eps", f"eps must lie in (0, 1), got {short(tol.eps_text)}")
+        if tol.upper is not None:
+            matrix(tol.upper.X, f"tolerances[{t}].upper.X", (m, tol.upper.rank), "[m, rank] =")
+            matrix(tol.upper.Y, f"tolerances[{t}].upper.Y", (n, tol.upper.rank), "[N, rank] =")
+        for c, cert in enumerate(tol.lower):
+            for key, value in cert.data.items():
+                if isinstance(value, np.ndarray) and value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+                    fail(f"tolerances[{t}].lower[{c}].{key}", "non-finite entry (NaN or inf)")

@@ -11,35 +11,15 @@ import math
 import sys
 from fractions import Fraction
 
-from flint import arb
-
-from softrank.validated.errors import InputError
-
-
-def arb_from_binary64(x: float, where: str = "", field: str = "") -> arb:
-    """The exact binary64 value of ``x`` as a zero-radius ball; NaN and infinities are rejected."""
-    x = float(x)
-    if not math.isfinite(x):
-        raise InputError(where or "input", field, f"non-finite value {x!r}")
-    return arb(x)
-
-
-def fraction_from_binary64(x: float, where: str = "", field: str = "") -> Fraction:
-    """The exact binary64 value of ``x`` as a rational; NaN and infinities are rejected."""
-    x = float(x)
-    if not math.isfinite(x):
-        raise InputError(where or "input", field, f"non-finite value {x!r}")
-    return Fraction(x)
-
-
+import numpy as np
+from flint import arb, arb_mat
 
 
 def exact_fraction(x: arb) -> Fraction:
     """The exact value of an exact (zero-radius) ball, e.g. an endpoint from ``x.upper()``."""
     if not x.is_exact() or not x.is_finite():
         raise ValueError("exact_fraction needs a finite exact ball")
-    man, exp = x.man_exp()
-    man, exp = int(man), int(exp)
+    man, exp = (int(v) for v in x.man_exp())
     return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2 ** (-exp))
 
 
@@ -120,6 +100,18 @@ def _decimal(q: Fraction, digits: int, rounding: str) -> str:
     return f"{d:g}" if d != 0 else "0"
 
 
+def arb_mat_from_floats(x: np.ndarray) -> arb_mat:
+    """Zero-radius ball matrix with the exact binary64 entries of the 2-d array ``x``."""
+    return arb_mat(x.shape[0], x.shape[1], np.ascontiguousarray(x).ravel().tolist())
+
+
+def arb_max(balls) -> arb:
+    """A ball containing the largest of the (non-empty) reals contained in ``balls``."""
+    balls = list(balls)
+    best = balls[0]
+    for b in balls[1:]:
+        best = best.max(b)
+    return best
 
 
 def certainly_le(x: arb, bound: Fraction) -> bool:

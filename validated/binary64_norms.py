@@ -15,56 +15,41 @@ from fractions import Fraction
 
 import numpy as np
 
+from softrank.validated.balls import float_at_least, float_at_most
 from softrank.validated.float_bounds import UNDERFLOW_ETA, UNIT_ROUNDOFF, gamma
 
 U = UNIT_ROUNDOFF
 ETA = UNDERFLOW_ETA
 
 
-def _finite(x: float) -> bool:
-    return math.isfinite(x)
-
-
 def sqrt_upper(q: Fraction) -> Fraction:
-    """An exact rational >= sqrt(q) for q >= 0 (math.sqrt is correctly rounded; one ulp up)."""
-    if q <= 0:
-        return Fraction(0)
-    f = float(q)
-    if Fraction(f) < q:
-        f = math.nextafter(f, math.inf)
-    r = math.nextafter(math.sqrt(f), math.inf)
-    return Fraction(r)
+    """An exact rational >= sqrt(q) for q >= 0: one ulp above math.sqrt, checked exactly (so no
+    assumption on how sqrt rounds: a failed check is an ``ArithmeticError``, never a wrong bound)."""
+    r = Fraction(math.nextafter(math.sqrt(float_at_least(q)), math.inf)) if q > 0 else Fraction(0)
+    if r * r < q:
+        raise ArithmeticError("math.sqrt is not correctly rounded here")
+    return r
 
 
 def sqrt_lower(q: Fraction) -> Fraction:
-    """An exact rational <= sqrt(q) (0 for q <= 0)."""
-    if q <= 0:
-        return Fraction(0)
-    f = float(q)
-    if Fraction(f) > q:
-        f = math.nextafter(f, -math.inf)
-    if f <= 0:
-        return Fraction(0)
-    return Fraction(math.nextafter(math.sqrt(f), 0.0))
+    """An exact rational <= sqrt(q) (0 for q <= 0), checked exactly as above."""
+    f = float_at_most(q) if q > 0 else 0.0
+    r = Fraction(math.nextafter(math.sqrt(f), 0.0)) if f > 0 else Fraction(0)
+    if r * r > max(q, 0):
+        raise ArithmeticError("math.sqrt is not correctly rounded here")
+    return r
 
 
 def _sum_sq(x: np.ndarray) -> float | None:
     """Binary64 evaluation of sum of x_ij^2 (a dot product of length x.size); None if not finite."""
     s = float(np.dot(x.ravel(), x.ravel()))
-    return s if _finite(s) else None
+    return s if math.isfinite(s) else None
 
 
 def _max_row_sq(x: np.ndarray) -> float | None:
     """Binary64 evaluation of max_j ||X_j||_2^2 (dot products of length x.shape[1])."""
     s = float(np.max(np.einsum("ij,ij->i", x, x)))
-    return s if _finite(s) else None
-
-
-def _max_abs_rowsum(x: np.ndarray) -> float | None:
-    """Binary64 evaluation of max_i sum_j |X_ij| (|x| is exact); None when it overflows."""
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the None below, not a warning
-        s = float(np.max(np.abs(x).sum(axis=1)))
-    return s if _finite(s) else None
+    return s if math.isfinite(s) else None
 
 
 def _dot_upper(s: float | None, n: int) -> Fraction | None:
@@ -103,20 +88,27 @@ def max_row_sq_lower(x: np.ndarray) -> Fraction | None:
     return Fraction(0) if x.size == 0 else _dot_lower(_max_row_sq(x), x.shape[1])
 
 
+def max_abs_rowsum(x: np.ndarray) -> float:
+    """Binary64 evaluation of ``max_i sum_j |X_ij|`` (|x| is exact; 0 for an empty X; inf or NaN on
+    overflow): the float that the two bounds below charge, and the producer's own value."""
+    return float(np.max(np.abs(x).sum(axis=1))) if x.size else 0.0
+
+
+def _rowsum_bound(x: np.ndarray, up: bool) -> Fraction | None:
+    """R1 on ``max_abs_rowsum``: the exact value is within a factor ``1 -+ gamma_N`` of it."""
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the None below, not a warning
+        s = max_abs_rowsum(x)
+    return None if not math.isfinite(s) else Fraction(s) / (1 - gamma(x.shape[1]) if up else 1 + gamma(x.shape[1]))
+
+
 def max_abs_rowsum_upper(x: np.ndarray) -> Fraction | None:
-    """``>= max_i sum_j |X_ij|`` (|x| is exact; R1)."""
-    if x.size == 0:
-        return Fraction(0)
-    s = _max_abs_rowsum(x)
-    return None if s is None else Fraction(s) / (1 - gamma(x.shape[1]))
+    """``>= max_i sum_j |X_ij|``; None on overflow."""
+    return _rowsum_bound(x, up=True)
 
 
 def max_abs_rowsum_lower(x: np.ndarray) -> Fraction | None:
-    """``<= max_i sum_j |X_ij|``."""
-    if x.size == 0:
-        return Fraction(0)
-    s = _max_abs_rowsum(x)
-    return None if s is None else Fraction(s) / (1 + gamma(x.shape[1]))
+    """``<= max_i sum_j |X_ij|``; None on overflow."""
+    return _rowsum_bound(x, up=False)
 
 
 def nonneg_product_rowsum_upper(x: np.ndarray, y: np.ndarray) -> Fraction | None:
@@ -129,9 +121,8 @@ def nonneg_product_rowsum_upper(x: np.ndarray, y: np.ndarray) -> Fraction | None
     if a == 0 or b == 0 or c == 0:
         return Fraction(0)
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the None below, not a warning
-        col = y.sum(axis=1)
-        v = float(np.max(x @ col))
-    if not _finite(v):
+        v = float(np.max(x @ y.sum(axis=1)))
+    if not math.isfinite(v):
         return None
     return (Fraction(v) + b * ETA) / ((1 - gamma(b)) * (1 - gamma(c)))
 

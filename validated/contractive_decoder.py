@@ -18,21 +18,30 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, arb_mat, ctx
 
-from softrank.validated.balls import decimal_at_least, decimal_at_most, lower_fraction, upper_fraction
-from softrank.validated.binary64_norms import (
-    U,
-    max_abs_rowsum_lower,
-    max_abs_rowsum_upper,
-    nonneg_product_rowsum_upper,
-)
-from softrank.validated.float_bounds import BINARY64_ASSUMPTIONS, matmul_error_rowsum_upper
-from softrank.validated.outcome import Check, Outcome
-from softrank.validated.singular_values import ARB_PREC_BITS, arb_mat_from_floats
+from softrank.validated.balls import (arb_mat_from_floats, arb_max, decimal_at_least, decimal_at_most,
+                                      lower_fraction, upper_fraction)
+from softrank.validated.binary64_norms import (U, max_abs_rowsum, max_abs_rowsum_lower, max_abs_rowsum_upper,
+                                               nonneg_product_rowsum_upper)
+from softrank.validated.float_bounds import matmul_error_rowsum_upper
+from softrank.validated.outcome import Check, Outcome, route_assumptions
+from softrank.validated.singular_values import ARB_PREC_BITS
 from softrank.validated.softmax_enclosure import SoftmaxEnclosure
-from softrank.validated.tail_decision import ARB_ASSUMPTIONS
 
 LEMMA_D = "proofs/lemma_D_contractive_decoder.md"
 WHAT = "||A_S W - I_p||_inf + eps max_j ||W_j||_1 < 1"
+
+
+def decoder_residual(a_s: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``D = fl(fl(a_s W) - I_p)``: only the product and the diagonal entries are rounded."""
+    z = a_s @ w
+    np.fill_diagonal(z, z.diagonal() - 1.0)
+    return z
+
+
+def decoder_sum_float(a_s: np.ndarray, w: np.ndarray, eps) -> float:
+    """The binary64 value of ``||A_S W - I_p||_inf + eps max_j ||W_j||_1`` (inf or NaN on overflow),
+    from the floats that ``decoder_sum_binary64`` bounds: the producer's value (a claim, no proof)."""
+    return max_abs_rowsum(decoder_residual(a_s, w)) + eps * max_abs_rowsum(w)
 
 
 def decoder_sum_binary64(a_mid_s: np.ndarray, a_rad_s: np.ndarray, w: np.ndarray, eps: Fraction,
@@ -40,9 +49,7 @@ def decoder_sum_binary64(a_mid_s: np.ndarray, a_rad_s: np.ndarray, w: np.ndarray
     """Exact rationals ``lo <= ||A_S W - I||_inf + eps max_j ||W_j||_1 <= hi`` for every A_S with
     ``|A_S - a_mid_s| <= a_rad_s`` (lo is None unless ``with_lower``); None when a bound is
     unavailable (overflow)."""
-    p = w.shape[1]
-    z = a_mid_s @ w
-    z[np.diag_indices(p)] -= 1.0
+    z = decoder_residual(a_mid_s, w)
     d_hi = max_abs_rowsum_upper(z)
     prod_err = matmul_error_rowsum_upper(a_mid_s, w.T)
     rad = nonneg_product_rowsum_upper(a_rad_s, np.abs(w))
@@ -63,19 +70,9 @@ def decoder_sum_arb(a_balls_s: list[list[arb]], w: np.ndarray, eps: Fraction) ->
     """A ball containing ``||A_S W - I||_inf + eps max_j ||W_j||_1`` (Arb throughout)."""
     with ctx.workprec(ARB_PREC_BITS):
         z = (arb_mat(a_balls_s) * arb_mat_from_floats(w)).tolist()
-        rows = []
-        for i, row in enumerate(z):
-            t = arb(0)
-            for j, x in enumerate(row):
-                t += abs(x - 1) if i == j else abs(x)
-            rows.append(t)
-        best = rows[0]
-        for r in rows[1:]:
-            best = best.max(r)
-        wrows = [sum((abs(arb(x)) for x in row), arb(0)) for row in w.tolist()]
-        wmax = wrows[0]
-        for r in wrows[1:]:
-            wmax = wmax.max(r)
+        best = arb_max(sum((abs(x - 1) if i == j else abs(x) for j, x in enumerate(row)), arb(0))
+                       for i, row in enumerate(z))
+        wmax = arb_max(sum((abs(arb(x)) for x in row), arb(0)) for row in w.tolist())
         return best + arb(eps.numerator) / arb(eps.denominator) * wmax
 
 
@@ -85,7 +82,6 @@ def check_contractive_decoder(enc: SoftmaxEnclosure, eps: Fraction, rows: np.nda
     and outcome PROVED imply ``||A_S W - I_p||_inf + eps max_j ||W_j||_1 < 1``, hence
     ``r_eps(A) >= p`` for the exact operator A enclosed by ``enc``.  REFUTED: the sum is
     certainly >= 1.  Else UNRESOLVED."""
-    base = [operator_assumption] if operator_assumption else []
     last = None
     if not strict:
         a_s, r_s = enc.a_mid[rows], enc.a_rad[rows]
@@ -94,19 +90,19 @@ def check_contractive_decoder(enc: SoftmaxEnclosure, eps: Fraction, rows: np.nda
             bounds = decoder_sum_binary64(a_s, r_s, w, eps)
         if bounds is not None:
             lo, hi = bounds
-            last = _decide(lo, hi, "binary64-bound", base + BINARY64_ASSUMPTIONS + ARB_ASSUMPTIONS)
+            last = _decide(lo, hi, "binary64-bound", operator_assumption)
             if last.outcome is not Outcome.UNRESOLVED:
                 return last
     # Strict route, or the referee when the binary64 bound is inconclusive.
     ball = decoder_sum_arb([enc.balls[i] for i in rows.tolist()], w, eps)
     if not ball.is_finite():
-        return last or Check(Outcome.UNRESOLVED, LEMMA_D, route="arb", assumptions=base + ARB_ASSUMPTIONS,
-                             reason=f"{WHAT}: the Arb bound is not finite")
-    return _decide(lower_fraction(ball), upper_fraction(ball), "arb", base + ARB_ASSUMPTIONS)
+        return last or Check(Outcome.UNRESOLVED, LEMMA_D, route="arb", reason=f"{WHAT}: the Arb bound is not finite",
+                             assumptions=route_assumptions(operator_assumption, "arb"))
+    return _decide(lower_fraction(ball), upper_fraction(ball), "arb", operator_assumption)
 
 
-def _decide(lo: Fraction | None, hi: Fraction, route: str, assumptions: list[str]) -> Check:
-    value = decimal_at_least(hi)
+def _decide(lo: Fraction | None, hi: Fraction, route: str, operator_assumption: str) -> Check:
+    value, assumptions = decimal_at_least(hi), route_assumptions(operator_assumption, route)
     if hi < 1:
         return Check(Outcome.PROVED, LEMMA_D, value=value, route=route, assumptions=assumptions)
     assert lo is not None

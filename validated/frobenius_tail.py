@@ -15,15 +15,10 @@ from fractions import Fraction
 from flint import arb_mat
 
 from softrank.validated.binary64_norms import frobenius_upper
-from softrank.validated.float_bounds import BINARY64_ASSUMPTIONS
-from softrank.validated.outcome import Check, Outcome
-from softrank.validated.singular_values import (
-    svd_bounds_arb,
-    svd_bounds_binary64,
-    tail_norm_enclosed,
-)
+from softrank.validated.outcome import Check, Outcome, route_assumptions
+from softrank.validated.singular_values import UNAVAILABLE, svd_bounds_arb, svd_bounds_binary64, tail_norm_enclosed
 from softrank.validated.softmax_enclosure import SoftmaxEnclosure
-from softrank.validated.tail_decision import ARB_ASSUMPTIONS, decide_tail
+from softrank.validated.tail_decision import decide_tail
 
 LEMMA_F = "proofs/lemma_F_frobenius_tail.md"
 
@@ -36,27 +31,26 @@ def check_frobenius_tail(enc: SoftmaxEnclosure, eps: Fraction, lower: int, *, st
     k = lower - 1
     m, n = enc.a_mid.shape
     threshold_sq = m * eps * eps
-    base = [operator_assumption] if operator_assumption else []
     what = f"sum_(i>{k}) sigma_i(A)^2 > m eps^2 = {float(threshold_sq):.17g}"
     if k >= min(m, n):
-        return Check(Outcome.REFUTED, LEMMA_F, value="0", route="exact", assumptions=base,
+        return Check(Outcome.REFUTED, LEMMA_F, value="0", route="exact",
+                     assumptions=route_assumptions(operator_assumption, "exact"),
                      reason=f"{what} fails: rank(A) <= min(m, N) = {min(m, n)} <= k, so the tail is 0")
     last = None
     if not strict:
         bounds = _svd_bounds(enc, "binary64")
         if bounds is not None:
             lo, hi = tail_norm_enclosed(bounds, k)
-            last = decide_tail(LEMMA_F, what, lo, hi, threshold_sq, bounds.route,
-                               base + BINARY64_ASSUMPTIONS + ARB_ASSUMPTIONS)
+            last = decide_tail(LEMMA_F, what, lo, hi, threshold_sq, bounds.route, operator_assumption)
             if last.outcome is not Outcome.UNRESOLVED:
                 return last
     # Strict route, or the referee when the binary64 bound is inconclusive.
     bounds = _svd_bounds(enc, "arb")
     if bounds is None:
-        return last or Check(Outcome.UNRESOLVED, LEMMA_F, route="arb", assumptions=base + ARB_ASSUMPTIONS,
-                             reason="Lemma E bounds unavailable (float SVD not orthogonal enough)")
+        return last or Check(Outcome.UNRESOLVED, LEMMA_F, route="arb", reason=UNAVAILABLE,
+                             assumptions=route_assumptions(operator_assumption, "arb"))
     lo, hi = tail_norm_enclosed(bounds, k)
-    return decide_tail(LEMMA_F, what, lo, hi, threshold_sq, bounds.route, base + ARB_ASSUMPTIONS)
+    return decide_tail(LEMMA_F, what, lo, hi, threshold_sq, bounds.route, operator_assumption)
 
 
 def _svd_bounds(enc: SoftmaxEnclosure, route: str):

@@ -15,24 +15,14 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, arb_mat, ctx
 
-from softrank.validated.balls import lower_fraction, upper_fraction
-from softrank.validated.binary64_norms import (
-    frobenius_upper,
-    max_row_sq_lower,
-    max_row_sq_upper,
-    product_error_frobenius_upper,
-)
-from softrank.validated.float_bounds import BINARY64_ASSUMPTIONS
-from softrank.validated.outcome import Check, Outcome
-from softrank.validated.singular_values import (
-    ARB_PREC_BITS,
-    arb_mat_from_floats,
-    svd_bounds_arb,
-    svd_bounds_binary64,
-    tail_norm_enclosed,
-)
+from softrank.validated.balls import arb_mat_from_floats, lower_fraction, upper_fraction
+from softrank.validated.binary64_norms import (frobenius_upper, max_row_sq_lower, max_row_sq_upper,
+                                               product_error_frobenius_upper)
+from softrank.validated.outcome import Check, Outcome, route_assumptions
+from softrank.validated.singular_values import (ARB_PREC_BITS, UNAVAILABLE, svd_bounds_arb, svd_bounds_binary64,
+                                                tail_norm_enclosed)
 from softrank.validated.softmax_enclosure import SoftmaxEnclosure
-from softrank.validated.tail_decision import ARB_ASSUMPTIONS, decide_tail
+from softrank.validated.tail_decision import decide_tail
 
 LEMMA_P = "proofs/lemma_P_projected_tail.md"
 
@@ -58,10 +48,10 @@ def check_projected_tail(enc: SoftmaxEnclosure, eps: Fraction, lower: int, rows:
     certainly ``<= s eps^2 omega^2``.  Else UNRESOLVED."""
     k = lower - 1
     s, q = len(rows), w.shape[1]
-    base = [operator_assumption] if operator_assumption else []
     what = f"sum_(i>{k}) sigma_i(A_S W)^2 > s eps^2 omega^2 (s={s}, q={q})"
     if k >= min(s, q):
-        return Check(Outcome.REFUTED, LEMMA_P, value="0", route="exact", assumptions=base,
+        return Check(Outcome.REFUTED, LEMMA_P, value="0", route="exact",
+                     assumptions=route_assumptions(operator_assumption, "exact"),
                      reason=f"{what} fails: rank(A_S W) <= min(s, q) = {min(s, q)} <= k, so the tail is 0")
     a_s = enc.a_mid[rows]
     m_f = a_s @ w
@@ -74,8 +64,8 @@ def check_projected_tail(enc: SoftmaxEnclosure, eps: Fraction, lower: int, rows:
             bounds = svd_bounds_binary64(m_f, delta)
             if bounds is not None:
                 lo, hi = tail_norm_enclosed(bounds, k)
-                last = decide_tail(LEMMA_P, what, lo, hi, s * eps * eps * om_hi, bounds.route,
-                                   base + BINARY64_ASSUMPTIONS + ARB_ASSUMPTIONS, thr_lo=s * eps * eps * om_lo)
+                last = decide_tail(LEMMA_P, what, lo, hi, s * eps * eps * om_hi, bounds.route, operator_assumption,
+                                   thr_lo=s * eps * eps * om_lo)
                 if last.outcome is not Outcome.UNRESOLVED:
                     return last
     # Strict route, or the referee when the binary64 bound is inconclusive.
@@ -84,8 +74,8 @@ def check_projected_tail(enc: SoftmaxEnclosure, eps: Fraction, lower: int, rows:
     om_lo, om_hi = _omega_sq_arb(w)
     bounds = svd_bounds_arb(prod, m_f if np.all(np.isfinite(m_f)) else np.zeros_like(m_f))
     if bounds is None:
-        return last or Check(Outcome.UNRESOLVED, LEMMA_P, route="arb", assumptions=base + ARB_ASSUMPTIONS,
-                             reason="Lemma E bounds unavailable (float SVD not orthogonal enough)")
+        return last or Check(Outcome.UNRESOLVED, LEMMA_P, route="arb", reason=UNAVAILABLE,
+                             assumptions=route_assumptions(operator_assumption, "arb"))
     lo, hi = tail_norm_enclosed(bounds, k)
-    return decide_tail(LEMMA_P, what, lo, hi, s * eps * eps * om_hi, bounds.route, base + ARB_ASSUMPTIONS,
+    return decide_tail(LEMMA_P, what, lo, hi, s * eps * eps * om_hi, bounds.route, operator_assumption,
                        thr_lo=s * eps * eps * om_lo)

@@ -23,21 +23,14 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, arb_mat, ctx
 
-from softrank.validated.balls import float_at_least, float_at_most, upper_fraction
-from softrank.validated.binary64_norms import (
-    ETA,
-    U,
-    frobenius_sq_lower,
-    frobenius_sq_upper,
-    frobenius_upper,
-    product_error_frobenius_upper,
-    sqrt_lower,
-    sqrt_upper,
-)
+from softrank.validated.balls import arb_mat_from_floats, float_at_least, float_at_most, upper_fraction
+from softrank.validated.binary64_norms import (ETA, U, frobenius_sq_lower, frobenius_sq_upper, frobenius_upper,
+                                               product_error_frobenius_upper, sqrt_lower, sqrt_upper)
 from softrank.validated.float_bounds import gamma
 
 LEMMA_E = "proofs/lemma_E_singular_values.md"
 ARB_PREC_BITS = 128
+UNAVAILABLE = "Lemma E bounds unavailable (float SVD not orthogonal enough)"
 
 
 @dataclass
@@ -53,18 +46,22 @@ class SvdBounds:
     route: str
 
 
-def float_svd(m_f: np.ndarray):
-    """Untrusted float SVD (thin); everything it returns is checked by the bounds below."""
-    u, s, vt = np.linalg.svd(m_f, full_matrices=False)
-    return u, s, vt
+def _float_svd(m: np.ndarray, svd=None):
+    """The thin float SVD of ``m`` (or the one given), untrusted: everything below checks it; None
+    when it is not finite."""
+    u, s, vt = np.linalg.svd(m, full_matrices=False) if svd is None else svd
+    return (u, s, vt) if all(np.all(np.isfinite(x)) for x in (u, s, vt)) else None
 
 
-def _constants(f_u: Fraction, f_v: Fraction) -> tuple[Fraction, Fraction] | None:
-    if f_u >= 1 or f_v >= 1:
+def _bounds(s: np.ndarray, f_u, f_v, rho, route: str) -> SvdBounds | None:
+    """Lemma E's data from proven ``f_u``, ``f_v`` and ``rho`` (None when one is missing or a
+    defect is >= 1): ``c_lo`` and ``c_hi`` rounded outward, s sorted by decreasing |s_i|."""
+    if None in (f_u, f_v, rho) or f_u >= 1 or f_v >= 1:
         return None
     c_lo = Fraction(float_at_most(sqrt_lower((1 - f_u) * (1 - f_v))))
     c_hi = Fraction(float_at_least(sqrt_upper((1 + f_u) * (1 + f_v))))
-    return c_lo, c_hi
+    return SvdBounds(s=np.sort(np.abs(s))[::-1].copy(), c_lo=c_lo, c_hi=c_hi, rho=Fraction(float_at_least(rho)),
+                     f_u=f_u, f_v=f_v, route=route)
 
 
 def _orthogonality_defect_binary64(q: np.ndarray) -> Fraction | None:
@@ -87,31 +84,21 @@ def svd_bounds_binary64(m_f: np.ndarray, delta_f: Fraction = Fraction(0), svd=No
     Residual: ``P = fl(fl(U s) V^T)``, ``R = fl(m_f - P)``;
     ``||m_f - U S V^T||_F <= ||R||_F/(1-u) + ||P - (Us)_f V^T||_F + ||((Us)_f - U S) V^T||_F``
     (R2, R3 and N4 of proofs/binary64_error_bounds.md).  None when a bound is unavailable (overflow, f >= 1)."""
-    a, b = m_f.shape
-    u, s, vt = float_svd(m_f) if svd is None else svd
-    if not (np.all(np.isfinite(u)) and np.all(np.isfinite(s)) and np.all(np.isfinite(vt))):
+    svd = _float_svd(m_f, svd)
+    if svd is None:
         return None
+    (a, b), (u, s, vt) = m_f.shape, svd
     p = s.shape[0]
-    f_u = _orthogonality_defect_binary64(u)
-    f_v = _orthogonality_defect_binary64(np.ascontiguousarray(vt.T))
-    if f_u is None or f_v is None:
-        return None
-    consts = _constants(f_u, f_v)
-    if consts is None:
+    f_u, f_v = _orthogonality_defect_binary64(u), _orthogonality_defect_binary64(np.ascontiguousarray(vt.T))
+    if f_u is None or f_v is None or f_u >= 1 or f_v >= 1:
         return None
     us = u * s[None, :]
-    prod = us @ vt
-    r = m_f - prod
-    r_f = frobenius_upper(r)
-    us_f = frobenius_upper(us)
-    v_f = frobenius_upper(vt)
+    r_f, us_f, v_f = frobenius_upper(m_f - us @ vt), frobenius_upper(us), frobenius_upper(vt)
     if r_f is None or us_f is None or v_f is None:
         return None
     scale_err = (U * us_f + sqrt_upper(Fraction(a * p)) * ETA) / (1 - U) * v_f
     rho = r_f / (1 - U) + product_error_frobenius_upper(us_f, v_f, p, a, b) + scale_err + delta_f
-    s_sorted = np.sort(np.abs(s))[::-1].copy()
-    return SvdBounds(s=s_sorted, c_lo=consts[0], c_hi=consts[1], rho=Fraction(float_at_least(rho)),
-                     f_u=f_u, f_v=f_v, route="binary64-bound")
+    return _bounds(s, f_u, f_v, rho, "binary64-bound")
 
 
 def _arb_frobenius_upper(rows: list[list[arb]]) -> Fraction:
@@ -124,39 +111,20 @@ def _arb_frobenius_upper(rows: list[list[arb]]) -> Fraction:
     return upper_fraction(total.nonnegative_part().sqrt()) if total.is_finite() else None
 
 
-def arb_mat_from_floats(x: np.ndarray) -> arb_mat:
-    """Zero-radius ball matrix with the exact binary64 entries of x."""
-    return arb_mat(x.shape[0], x.shape[1], np.ascontiguousarray(x).ravel().tolist())
-
-
 def svd_bounds_arb(m_balls: arb_mat, m_mid: np.ndarray, svd=None) -> SvdBounds | None:
     """Lemma E, Arb route: M is any matrix contained in the ball matrix ``m_balls``; the float SVD
     is taken of ``m_mid`` (any float matrix; only its quality, not its correctness, matters)."""
-    u, s, vt = float_svd(m_mid) if svd is None else svd
-    if not (np.all(np.isfinite(u)) and np.all(np.isfinite(s)) and np.all(np.isfinite(vt))):
+    svd = _float_svd(m_mid, svd)
+    if svd is None:
         return None
-    p = s.shape[0]
+    u, s, vt = svd
     with ctx.workprec(ARB_PREC_BITS):
-        ub = arb_mat_from_floats(u)
-        vb = arb_mat_from_floats(np.ascontiguousarray(vt.T))
-        sb = arb_mat(p, p)
-        for i in range(p):
-            sb[i, i] = arb(float(s[i]))
-        eye = arb_mat(p, p)
-        for i in range(p):
-            eye[i, i] = arb(1)
-        resid = m_balls - (ub * sb) * vb.transpose()
-        rho = _arb_frobenius_upper(resid.tolist())
+        ub, vb = arb_mat_from_floats(u), arb_mat_from_floats(vt.T)
+        sb, eye = arb_mat_from_floats(np.diag(s)), arb_mat_from_floats(np.eye(s.shape[0]))
+        rho = _arb_frobenius_upper((m_balls - (ub * sb) * vb.transpose()).tolist())
         f_u = _arb_frobenius_upper((ub.transpose() * ub - eye).tolist())
         f_v = _arb_frobenius_upper((vb.transpose() * vb - eye).tolist())
-    if rho is None or f_u is None or f_v is None:
-        return None
-    consts = _constants(f_u, f_v)
-    if consts is None:
-        return None
-    s_sorted = np.sort(np.abs(s))[::-1].copy()
-    return SvdBounds(s=s_sorted, c_lo=consts[0], c_hi=consts[1], rho=Fraction(float_at_least(rho)),
-                     f_u=f_u, f_v=f_v, route="arb")
+    return _bounds(s, f_u, f_v, rho, "arb")
 
 
 def singular_values_enclosed(b: SvdBounds) -> list[tuple[Fraction, Fraction]]:
@@ -170,10 +138,12 @@ def singular_values_enclosed(b: SvdBounds) -> list[tuple[Fraction, Fraction]]:
 
 def tail_norm_enclosed(b: SvdBounds, k: int) -> tuple[Fraction, Fraction]:
     """Lemma E (tail form): ``lo <= t_k(M) = sqrt(sum_{i>k} sigma_i(M)^2) <= hi`` (lo >= 0).
-    ``||s_{>k}||_2^2`` is bounded from its binary64 evaluation by N1 (R3) of proofs/binary64_error_bounds.md."""
+    ``||s_{>k}||_2^2`` is bounded from its binary64 evaluation by N1 (R3) of
+    proofs/binary64_error_bounds.md on the binary64-bound route, and summed in exact rationals on
+    the Arb route (which assumes nothing of binary64 arithmetic)."""
     tail = np.ascontiguousarray(b.s[k:])
-    sq_lo, sq_hi = frobenius_sq_lower(tail), frobenius_sq_upper(tail)
-    if sq_lo is None or sq_hi is None:  # overflow of the float sum: exact rationals instead
+    sq_lo, sq_hi = (frobenius_sq_lower(tail), frobenius_sq_upper(tail)) if b.route != "arb" else (None, None)
+    if sq_lo is None or sq_hi is None:  # the Arb route, or an overflow of the float sum: exact rationals
         sq_lo = sq_hi = sum((Fraction(x) ** 2 for x in tail.tolist()), Fraction(0))
     lo = max(Fraction(0), b.c_lo * sqrt_lower(sq_lo) - b.rho)
     hi = b.c_hi * sqrt_upper(sq_hi) + b.rho

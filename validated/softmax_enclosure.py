@@ -13,8 +13,9 @@ from fractions import Fraction
 from typing import Callable
 
 import numpy as np
-from flint import arb, arb_mat, ctx
+from flint import arb, ctx
 
+from softrank.validated.balls import arb_mat_from_floats
 from softrank.validated.float_bounds import max_rowsum_abs_diff_upper
 
 ENCLOSURE_PREC_BITS = 80
@@ -49,16 +50,11 @@ class SoftmaxEnclosure:
         return self._balls is not None
 
 
-def _arb_mat(a: np.ndarray) -> arb_mat:
-    """Zero-radius ball matrix with the exact binary64 entries of ``a``."""
-    return arb_mat(a.shape[0], a.shape[1], a.ravel().tolist())
-
-
 def logits_balls(logits=None, queries=None, keys=None, scale=None, bias=None) -> list[list[arb]]:
     """Rows of balls containing the exact logits: the stored H, or scale * Q K^T (+ bias)."""
     if logits is not None:
         return [[arb(v) for v in row] for row in logits.tolist()]
-    prod = _arb_mat(queries) * _arb_mat(np.ascontiguousarray(keys.T))
+    prod = arb_mat_from_floats(queries) * arb_mat_from_floats(keys.T)
     rows = prod.tolist()
     beta = arb(float(scale))
     if bias is None:

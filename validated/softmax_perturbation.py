@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from flint import arb, ctx
 
-from softrank.validated.outcome import Check, Outcome
+from softrank.validated.outcome import ARB_ASSUMPTIONS, Check, Outcome
 
 LEMMA_SOFTMAX_PERTURBATION = "proofs/softmax_perturbation.md"
 PERTURBATION_PREC_BITS = 128
-ARB_ASSUMPTION = "Arb ball arithmetic (python-flint) returns balls that contain the exact results"
 
 
 def softmax_balls(x: list[arb]) -> list[arb]:
@@ -52,9 +51,9 @@ def check_softmax_perturbation(x: list[arb], y: list[arb], prec_bits: int = PERT
         diff = rhs - lhs
     if diff > 0:
         return Check(Outcome.PROVED, LEMMA_SOFTMAX_PERTURBATION, value=lhs.str(10), route="arb",
-                     assumptions=[ARB_ASSUMPTION]), lhs, rhs
+                     assumptions=list(ARB_ASSUMPTIONS)), lhs, rhs
     if diff < 0:
         return Check(Outcome.REFUTED, LEMMA_SOFTMAX_PERTURBATION, value=lhs.str(10), route="arb",
-                     assumptions=[ARB_ASSUMPTION], reason="lhs > 2 tanh(osc/4) certainly"), lhs, rhs
+                     assumptions=list(ARB_ASSUMPTIONS), reason="lhs > 2 tanh(osc/4) certainly"), lhs, rhs
     return Check(Outcome.UNRESOLVED, LEMMA_SOFTMAX_PERTURBATION, value=lhs.str(10), route="arb",
-                 assumptions=[ARB_ASSUMPTION], reason="balls overlap"), lhs, rhs
+                 assumptions=list(ARB_ASSUMPTIONS), reason="balls overlap"), lhs, rhs

@@ -9,14 +9,13 @@ from __future__ import annotations
 from fractions import Fraction
 
 from softrank.validated.balls import decimal_at_least, decimal_at_most
-from softrank.validated.outcome import Check, Outcome
-
-ARB_ASSUMPTIONS = ["Arb ball arithmetic (python-flint) returns balls that contain the exact results"]
+from softrank.validated.outcome import Check, Outcome, route_assumptions
 
 
 def decide_tail(lemma: str, what: str, lo: Fraction, hi: Fraction, thr_hi: Fraction, route: str,
-                assumptions: list[str], thr_lo: Fraction | None = None) -> Check:
+                operator_assumption: str = "", thr_lo: Fraction | None = None) -> Check:
     thr_lo = thr_hi if thr_lo is None else thr_lo
+    assumptions = route_assumptions(operator_assumption, route)
     lo_sq, hi_sq = lo * lo, hi * hi
     value = decimal_at_most(lo_sq)
     margin = (lo_sq - thr_hi) / thr_hi if thr_hi > 0 else None

@@ -14,7 +14,7 @@ import numpy as np
 from flint import arb, arb_mat, ctx
 
 from softrank.validated.balls import decimal_at_least, float_at_least, upper_fraction
-from softrank.validated.outcome import Check, Outcome
+from softrank.validated.outcome import ARB_ASSUMPTIONS, Check, Outcome
 from softrank.validated.softmax_perturbation import PERTURBATION_PREC_BITS, perturbation_sides_ball
 
 LEMMA_TAU = "proofs/tau_bound.md"
@@ -65,7 +65,7 @@ def check_tau_bound(h_rows: list[list[arb]], x0: np.ndarray, y0: np.ndarray, c: 
     else:
         outcome, reason = Outcome.UNRESOLVED, f"{m - proved} rows not certain"
     chk = Check(outcome, LEMMA_TAU, value=decimal_at_least(upper_fraction(tau_hat)) if finite else "inf", route="arb", reason=reason,
-                assumptions=["Arb ball arithmetic (python-flint) returns balls that contain the exact results"])
+                assumptions=list(ARB_ASSUMPTIONS))
     return TauCheck(chk, tau_up, dist_up, proved, m)
 
 

@@ -14,19 +14,14 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-from flint import arb, arb_mat, ctx
+from flint import arb, ctx
 
-from softrank.validated.balls import certainly_gt, decimal_at_least, upper_fraction
-from softrank.validated.float_bounds import (
-    BINARY64_ASSUMPTIONS,
-    matmul_error_rowsum_upper,
-    max_rowsum_abs_diff_upper,
-)
-from softrank.validated.outcome import Check, Outcome
+from softrank.validated.balls import arb_mat_from_floats, arb_max, certainly_gt, decimal_at_least, upper_fraction
+from softrank.validated.float_bounds import matmul_error_rowsum_upper, max_rowsum_abs_diff_upper
+from softrank.validated.outcome import Check, Outcome, route_assumptions
 from softrank.validated.softmax_enclosure import ENCLOSURE_PREC_BITS, SoftmaxEnclosure
 
 LEMMA_U = "proofs/lemma_U_upper_witness.md"
-ARB_ASSUMPTIONS = ["Arb ball arithmetic (python-flint) returns balls that contain the exact results"]
 
 
 def witness_error_upper_binary64(a_mid: np.ndarray, a_rad: np.ndarray | None, x: np.ndarray,
@@ -54,22 +49,11 @@ def _witness_bounds(x: np.ndarray, y: np.ndarray, operators) -> list[Fraction | 
 
 def witness_error_ball(balls: list[list[arb]], x: np.ndarray, y: np.ndarray) -> arb:
     """A ball containing ``||A - X Y^T||_inf`` computed entirely in Arb (strict route)."""
-    m, k = x.shape
-    n = y.shape[0]
     with ctx.workprec(ENCLOSURE_PREC_BITS):
-        return _witness_error_ball(balls, x, y, m, k, n)
-
-
-def _witness_error_ball(balls, x, y, m, k, n) -> arb:
-    if k == 0:
-        rows = [sum((abs(a) for a in row), arb(0)) for row in balls]
-    else:
-        prod = (arb_mat(m, k, x.ravel().tolist()) * arb_mat(k, n, np.ascontiguousarray(y.T).ravel().tolist())).tolist()
-        rows = [sum((abs(a - b) for a, b in zip(arow, brow)), arb(0)) for arow, brow in zip(balls, prod)]
-    best = rows[0]
-    for r in rows[1:]:
-        best = best.max(r)
-    return best
+        if x.shape[1] == 0:
+            return arb_max(sum((abs(a) for a in row), arb(0)) for row in balls)
+        prod = (arb_mat_from_floats(x) * arb_mat_from_floats(y.T)).tolist()
+        return arb_max(sum((abs(a - b) for a, b in zip(arow, brow)), arb(0)) for arow, brow in zip(balls, prod))
 
 
 def check_upper_witness(enc: SoftmaxEnclosure, x: np.ndarray, y: np.ndarray, eps: Fraction,
@@ -82,7 +66,6 @@ def check_upper_witness(enc: SoftmaxEnclosure, x: np.ndarray, y: np.ndarray, eps
     ``r_eps(A) <= x.shape[1]``.  REFUTED means ``||A - X Y^T||_inf > eps`` certainly (from an Arb
     evaluation).  UNRESOLVED otherwise.
     """
-    base = [operator_assumption] if operator_assumption else []
     if not strict:
         with_chi = chi is not None and a_hat is not None
         bounds = _witness_bounds(x, y, [(enc.a_mid, enc.a_rad)] + ([(a_hat, None)] if with_chi else []))
@@ -93,14 +76,15 @@ def check_upper_witness(enc: SoftmaxEnclosure, x: np.ndarray, y: np.ndarray, eps
             bound, route = min(candidates, key=lambda t: t[0])
             if bound <= eps:
                 return Check(Outcome.PROVED, LEMMA_U, value=decimal_at_least(bound), route=route,
-                             assumptions=base + BINARY64_ASSUMPTIONS + ARB_ASSUMPTIONS)
+                             assumptions=route_assumptions(operator_assumption, route))
     # Strict route, or the referee when binary64 bounds are inconclusive.
     ball = witness_error_ball(enc.balls, x, y)
+    arb_only = route_assumptions(operator_assumption, "arb")
     value = decimal_at_least(upper_fraction(ball)) if ball.is_finite() else "inf"
     if ball.is_finite() and upper_fraction(ball) <= eps:
-        return Check(Outcome.PROVED, LEMMA_U, value=value, route="arb", assumptions=base + ARB_ASSUMPTIONS)
+        return Check(Outcome.PROVED, LEMMA_U, value=value, route="arb", assumptions=arb_only)
     if certainly_gt(ball, eps):
-        return Check(Outcome.REFUTED, LEMMA_U, value=value, route="arb", assumptions=base + ARB_ASSUMPTIONS,
+        return Check(Outcome.REFUTED, LEMMA_U, value=value, route="arb", assumptions=arb_only,
                      reason="||A - X Y^T||_inf > eps certainly")
-    return Check(Outcome.UNRESOLVED, LEMMA_U, value=value, route="arb", assumptions=base + ARB_ASSUMPTIONS,
+    return Check(Outcome.UNRESOLVED, LEMMA_U, value=value, route="arb", assumptions=arb_only,
                  reason="the ball for ||A - X Y^T||_inf straddles eps")

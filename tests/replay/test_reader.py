@@ -303,3 +303,36 @@ def test_count_limits_admit_what_the_front_ends_write():
     with pytest.raises(InputError) as err:
         parse_tolerances(many + ",999/1000")
     assert err.value.field == "eps" and "more than the 256" in err.value.one_line()
+
+
+def _qk_record(store, scale_json):
+    """A qk record whose ``operator.scale`` is then rewritten in record.json as the JSON text given."""
+    rng = np.random.default_rng(2)
+    q, k = rng.normal(size=(3, 2)), rng.normal(size=(4, 2))
+    with RecordWriter(store, "r1", {}) as w:
+        w.set_qk(q, k, 0.5)
+        w.set_a_hat(softmax64(0.5 * q @ k.T))
+    path = store / "records" / "r1" / "record.json"
+    text = path.read_text()
+    assert text.count('"scale": 0.5') == 1
+    path.write_text(text.replace('"scale": 0.5', f'"scale": {scale_json}'))
+    return path.parent
+
+
+@pytest.mark.parametrize("text, value", [("2", 2.0), ("-3", -3.0), (str(2**53), 2.0**53), (str(2**60 + 2**8), 2.0**60 + 2**8),
+                                         (str(3 * 2**1022), 3.0 * 2**1022), ("0.1", 0.1)])
+def test_a_json_integer_scale_binary64_holds_is_that_number_exactly(tmp_path, text, value):
+    rec = read_record(_qk_record(tmp_path, text))
+    assert type(rec.scale) is float and rec.scale == value
+    if "." not in text:
+        assert Fraction(rec.scale) == int(text)  # exactly the integer written
+
+
+@pytest.mark.parametrize("text", [str(2**53 + 1), str(2**60 + 1), "-" + str(2**64 + 3), str(2**1024), "9" * 400])
+def test_a_json_integer_scale_binary64_would_round_is_refused(tmp_path, text):
+    folder = _qk_record(tmp_path, text)
+    with pytest.raises(InputError) as err:
+        read_record(folder)
+    line = err.value.one_line()
+    assert err.value.field == "operator.scale" and "record.json" in line and str(folder) in line
+    assert "not exactly a binary64 number" in line and "\n" not in line and len(line) < 400

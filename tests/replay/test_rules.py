@@ -18,13 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_rule_names_proof_files_that_exist():
-    assert {r.name for r in RULES} == {"upper-witness", "trivial", "frobenius", "projected", "decoder",
-                                        "subspace"}
+    assert {r.name for r in RULES} == {"upper-witness", "trivial", "frobenius", "projected", "decoder"}
     for rule in RULES:
         assert rule.proofs and rule.side in ("upper", "lower")
         for proof in rule.proofs:
             assert (ROOT / proof).is_file(), (rule.name, proof)
-    assert set(LOWER_RULES) == {"frobenius", "projected", "decoder", "subspace"}
+    assert set(LOWER_RULES) == {"frobenius", "projected", "decoder"}
 
 
 def _claim(n=6, eps=Fraction(1, 4), **kw):
@@ -36,6 +35,18 @@ def _claim(n=6, eps=Fraction(1, 4), **kw):
 def test_unknown_kind_is_rejected_with_a_reason():
     chk = check_lower_certificate(_claim(cert=LowerCertificate(kind="nuclear", lower=2)))
     assert chk.outcome is not Outcome.PROVED and "unknown certificate kind" in chk.reason
+
+
+def test_the_removed_subspace_kind_is_an_unknown_kind():
+    """Kind ``subspace`` (Lemma G, removed) is no longer registered: a certificate of that kind,
+    with or without its old fields, is rejected as an unknown kind, never accepted."""
+    n = 6
+    data = {"W": np.eye(n)[:, :1], "pivots": np.array([0]), "cover": np.array([0]),
+            "u": np.ones((1, n)), "v": np.eye(n)[:1]}
+    for fields in (data, {}):
+        chk = check_lower_certificate(_claim(n, cert=LowerCertificate(kind="subspace", lower=1, data=fields)))
+        assert chk.outcome is Outcome.UNRESOLVED and not chk.assumptions
+        assert chk.reason == "unknown certificate kind 'subspace': rejected"
 
 
 @pytest.mark.parametrize("eps, proved", [(Fraction(1, 4), True), (Fraction(999, 1000), True),
@@ -179,17 +190,6 @@ def test_a_registered_rule_cannot_be_changed():
         UPPER_RULE.check = None
 
 
-def _subspace_data(claim):
-    """A genuine kind-subspace certificate for the claim's operator: e_0 expands (A >= 0)."""
-    from softrank.fastpath.subspace import subspace_certificate
-
-    a = claim.a_hat
-    cert = subspace_certificate(a, np.eye(a.shape[1])[:, :1], float(claim.eps))
-    assert cert is not None
-    rec = cert.as_record()
-    return {k: rec[k] for k in ("W", "pivots", "cover", "u", "v")}
-
-
 def _lower_certificates(claim):
     a = claim.a_hat
     rows = np.array([0, 1], dtype=np.int64)
@@ -198,7 +198,6 @@ def _lower_certificates(claim):
         "projected": LowerCertificate(kind="projected", lower=1, data={
             "rows": np.arange(a.shape[0], dtype=np.int64), "W": np.eye(a.shape[1])[:, :1]}),
         "decoder": LowerCertificate(kind="decoder", lower=1, data={"rows": rows[:1], "W": np.linalg.pinv(a[:1])}),
-        "subspace": LowerCertificate(kind="subspace", lower=1, data=_subspace_data(claim)),
     }
 
 
@@ -229,4 +228,4 @@ def test_array_subclasses_are_malformed_not_a_crash():
                 chk = check_lower_certificate(_claim(cert=LowerCertificate(kind=kind, lower=1, data=data)))
                 assert chk.outcome is Outcome.UNRESOLVED and "malformed" in chk.reason, (kind, key, wrap)
                 tried.add(kind)
-    assert tried == {"projected", "decoder", "subspace"}
+    assert tried == {"projected", "decoder"}

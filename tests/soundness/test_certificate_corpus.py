@@ -102,3 +102,30 @@ def test_malformed_records_one_line_each_and_the_rest_replayed(tmp_path):
     assert sum(r["status"] == "malformed" for r in rows) == len(malformed)
     assert (out / "keep.txt").read_text() == "written before"
     assert (out / "replay.csv").exists() and (out / "verdicts.csv").exists()
+
+
+def test_a_subspace_certificate_is_now_an_unknown_kind(tmp_path):
+    """Kind ``subspace`` (Lemma G) was removed: a record carrying one, with every field the old
+    format had (here an honest one: A is within 1e-16 of the identity, so every coordinate
+    expands), is read, and its certificate is rejected as an unknown kind: not accepted, not a
+    crash, the lower end stays the trivial one while the witness is still proved."""
+    from softrank.fastpath.store.writer import RecordWriter
+    from softrank.replay.engine import replay_record
+
+    n = 4
+    h = 40.0 * np.eye(n)
+    a = np.exp(h - h.max(axis=1, keepdims=True))
+    a /= a.sum(axis=1, keepdims=True)
+    eye, idx = np.eye(n), np.arange(n, dtype=np.int64)
+    with RecordWriter(tmp_path, "old-subspace", {}) as w:
+        w.set_logits(h)
+        w.set_a_hat(a)
+        w.add_tolerance("1/4", upper=(a, eye, "identity"),
+                        lower=[{"kind": "subspace", "lower": n, "W": eye, "pivots": idx, "cover": idx, "u": eye,
+                                "v": eye}], float64={"lower": n, "upper": n})
+    result = replay_record(read_record(tmp_path / "records" / "old-subspace"))
+    t = result.tolerances[0]
+    (only,) = t.lowers
+    assert only.kind == "subspace" and only.claimed == n and not only.check.proved
+    assert only.check.reason == "unknown certificate kind 'subspace': rejected"
+    assert t.validated_lower == 1 and t.lower_kind.startswith("trivial") and t.validated_upper == n

@@ -5,14 +5,19 @@ One table maps each subcommand to the module that implements it.  A module expos
 imported only when their subcommand runs, so ``softrank replay`` never imports torch.
 
 ``softrank --version`` prints the version.  Malformed input raises ``softrank.validated.errors.InputError``; it is printed as one line on stderr and the
-exit code is 2, with no traceback.
+exit code is 2, with no traceback.  Every command's ``--help`` ends with its exit codes
+(``EXIT_CODES``).  A closed stdout (``softrank replay ... | head``) ends the command quietly with
+exit code 141 (128 + SIGPIPE, what a program killed by the signal reports), nothing on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import sys
+import textwrap
 import warnings
 
 from softrank import __version__
@@ -36,6 +41,39 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("softrank.cli.bench", "benchmarks (ratios measured in one run)"),
     "study": ("softrank.cli.study", "studies on real models: rank budgets across block widths"),
 }
+# subcommand -> its exit codes (the epilog of its --help; COMMON_EXIT is added to each)
+EXIT_CODES: dict[str, str] = {
+    "run": "0 done; 2 bad input (one line on stderr), or a record that could not be read (the others were "
+           "bracketed, replayed and summarised)",
+    "extract": "0 done; 2 bad input (a model, an argument, an output path)",
+    "bracket": "0 done; 2 bad input, or a malformed record (the others were bracketed and written)",
+    "demo": "0 done; 2 bad input",
+    "tighten": "0 done; 2 bad input, or a record that could not be read (the others were tightened and written)",
+    "replay": "0 done; 1 an outcome named in --fail-on occurred; 2 bad input, or a malformed record (the others "
+              "were replayed and written); 3 a proved lower end exceeds a proved upper end (a contradiction)",
+    "regress": "0 done (with --against: nothing changed); 1 a verdict or bracket changed against --against; "
+               "2 bad input (a damaged table, an output over an input)",
+    "report": "0 the page was written; 2 bad input (a damaged table, an output over an input)",
+    "oracle": "0 decided, whatever the verdict; 2 bad input",
+    "families": "0 the closure is proved; 1 it is not; 2 bad input",
+    "theorem": "0 no check refuted; 1 a check was refuted; 2 bad input, or a record that could not be read",
+    "kappa": "0 every lower bound validated (and below its upper bound); 1 otherwise; 2 bad input, a malformed "
+             "record or a failed computation (the other records were bracketed)",
+    "attack": "0 no validated lower end was beaten; 1 one was beaten by a checker-proved matrix (a soundness "
+              "failure); 2 bad input, or a record that could not be read",
+    "bench": "0 done; 1 the tables of two configurations differ (bench scale); 2 bad input, or a record that "
+             "could not be read (left out of the timings)",
+    "study": "0 done (kappa: every bound and tau check validated); 1 (kappa) an operator failed, a bound was not "
+             "validated, or no operator was done; 2 bad input, or a malformed record (the others were studied)",
+}
+COMMON_EXIT = "130 interrupted (Ctrl-C); 141 stdout closed early (a pipe such as | head), ended quietly"
+
+
+def exit_epilog(name: str) -> str:
+    """The 'exit codes: ...' paragraph of a command's --help."""
+    return textwrap.fill(f"exit codes: {EXIT_CODES[name]}; {COMMON_EXIT}.", width=100)
+
+
 # third-party modules of the producer extra: a checker-only install lacks them
 PRODUCER_MODULES = ("torch", "transformers", "gguf", "accelerate", "cvxpy", "clarabel", "safetensors",
                     "huggingface_hub", "tokenizers")
@@ -56,10 +94,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         if name == only:  # only the chosen subcommand is imported and configured
             _module(module_name).configure(p)
+        _add_exit_codes(p, exit_epilog(name))
     return parser
+
+
+def _add_exit_codes(parser: argparse.ArgumentParser, codes: str) -> None:
+    """Append the exit codes to the epilog of PARSER and of every subcommand under it."""
+    parser.epilog = f"{parser.epilog}\n\n{codes}" if parser.epilog else codes
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in set(action.choices.values()):
+                _add_exit_codes(child, codes)
 
 
 def _module(module_name: str):
@@ -99,19 +149,37 @@ def main(argv: list[str] | None = None) -> int:
     # forked workers)
     warnings.filterwarnings("ignore", message=r"(overflow|invalid value) encountered in", category=RuntimeWarning)
     try:
-        return int(_module(COMMANDS[args.command][0]).run(args) or 0)
+        code = int(_module(COMMANDS[args.command][0]).run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:
+        return _closed_stdout()
     except ModuleNotFoundError as err:
         return _missing(args.command, err)
     except InputError as err:
         print(f"softrank {args.command}: error: {err.one_line()}", file=sys.stderr)
         return 2
     except OSError as err:  # the file system refused (permissions, a full disk, a path that is a file)
+        if err.errno == errno.EPIPE:  # stdout closed (| head): wrapped in another OSError type
+            return _closed_stdout()
         where = err.filename or "file system"
         print(f"softrank {args.command}: error: {where}: {err.strerror or err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("softrank: interrupted", file=sys.stderr)
         return 130
+
+
+def _closed_stdout() -> int:
+    """The reader of stdout went away (``| head``): no message, no traceback at exit (the rest of
+    the output goes to /dev/null), exit code 141 (128 + SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return 141
 
 
 if __name__ == "__main__":

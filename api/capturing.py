@@ -3,19 +3,26 @@
 Like TransformerLens' ``run_with_cache`` or nnsight's ``trace``, the capture cleans up after
 itself: the capturing attention is selected on entry and the model's own attention setting is
 restored on exit, also on an exception.  A model whose attention cannot be captured gets a
-``CaptureWarning`` and records nothing.  Needs torch and transformers (the ``producer`` extra).
+``CaptureWarning`` and records nothing; so does each attention call or operator that cannot be
+recorded exactly.  Needs torch and transformers (the ``producer`` extra): without them,
+``capture`` raises one ``ImportError`` naming the extra.
 """
 
 from __future__ import annotations
 
+import warnings
 from contextlib import contextmanager
 
 from softrank.api.records import Record
+from softrank.validated.errors import InputError
+
+PRODUCER_EXTRA = "pip install 'softrank[producer]'"
 
 
 class Captured:
     """What a ``softrank.capture`` block recorded: ``captures`` (one per attention call: queries,
-    keys, scale, bias and mask of every head of one layer) and :meth:`records`."""
+    keys, scale, bias, mask and the model's own probabilities of every head of one layer) and
+    :meth:`records`."""
 
     def __init__(self, session, model):
         self.session = session
@@ -26,41 +33,95 @@ class Captured:
     def captures(self) -> list:
         return self.session.captures
 
+    @property
+    def refused(self) -> list[tuple[str, str]]:
+        """(module, reason) of every attention call that was not recorded."""
+        return list(getattr(self.session, "refused", []))
+
+    @property
+    def batch_size(self) -> int:
+        return max((c.batch_size for c in self.captures), default=0)
+
     def __len__(self) -> int:
         return len(self.session.captures)
 
-    def records(self, widths=None, heads=None, batch: int = 0, source_id: str = "memory") -> list[Record]:
-        """One in-memory :class:`~softrank.api.records.Record` (form ``qk``) per captured operator:
-        full operators for encoders and cross-attention; for causal self-attention the
-        common-prefix blocks of each width in ``widths`` (default: the widest the pass allows,
-        N = (P + 1) // 2 for P tokens)."""
+    def records(self, widths=None, heads=None, batch: int | None = None, source_id: str | None = None) -> list[Record]:
+        """One in-memory :class:`~softrank.api.records.Record` per captured operator, for every
+        batch item (or only item ``batch``), over the item's tokens only (padding, left or
+        right, dropped): the full operator for encoders and cross-attention; for causal
+        self-attention the common-prefix blocks of each width in ``widths`` (default: the widest
+        the item allows, N = (P + 1) // 2 for P tokens).  Form ``qk`` (``logits`` when the model
+        soft-caps its logits).  Each operator is checked against the model's own attention
+        probabilities (provenance ``capture_max_deviation``); one that cannot be recorded
+        exactly is left out with a ``CaptureWarning``.  Record ids name the model, the input
+        (``source_id``, default ``input.<first 12 hex digits of the input's SHA-256>``), the
+        batch item (when the batch has several), the layer, the head and the block."""
+        from softrank.fastpath.capture.dispatch import CaptureWarning
         from softrank.fastpath.capture.models import _tag
-        from softrank.fastpath.capture.operators import operators_for, provenance, record_id
+        from softrank.fastpath.capture.operators import Refusal, operators_for, provenance, record_id
+        from softrank.fastpath.capture.session import link_cross_queries
 
-        out = []
-        tag = _tag(self.model_name)
+        size = self.batch_size
+        if batch is not None and not (isinstance(batch, int) and 0 <= batch < max(size, 1)):
+            raise InputError("records", "batch", f"batch item {batch!r} out of range: the capture holds "
+                                                 f"{size} batch item{'s' if size != 1 else ''} (0..{size - 1})")
+        digest = getattr(self.session, "input_sha256", None)
+        if source_id is None:
+            source_id = f"input.{digest[:12]}" if digest else "memory"
+        link_cross_queries(self.captures)
+        out, tag = [], _tag(self.model_name)
         for cap in self.captures:
-            ws = list(widths) if widths else [_widest(cap, batch)]
-            for head in (range(cap.num_heads) if heads is None else heads):
-                for op in operators_for(cap, head, ws, batch):
-                    prov = provenance(op, model=self.model_name, family=self.session.family, checkpoint_sha256=None,
-                                      source_id=source_id, source_sha256=None,
-                                      extra={"kv_head": head // cap.n_rep, "producer": "softrank.capture"})
-                    out.append(Record.from_qk(op.queries, op.keys, op.scale, op.bias,
-                                              record_id=record_id(tag, source_id, op), provenance=prov))
+            items = range(cap.batch_size) if batch is None else [batch]
+            for b in items:
+                ws = list(widths) if widths else [_widest(cap, b)]
+                for head in (range(cap.num_heads) if heads is None else heads):
+                    for op in operators_for(cap, head, ws, b):
+                        if isinstance(op, Refusal):
+                            warnings.warn(op.message(), CaptureWarning, stacklevel=2)
+                            continue
+                        prov = provenance(op, model=self.model_name, family=self.session.family, checkpoint_sha256=None,
+                                          source_id=source_id, source_sha256=digest,
+                                          extra={"kv_head": head // cap.n_rep, "batch_item": b,
+                                                 "producer": "softrank.capture"})
+                        rid = record_id(tag, source_id, op, batch_size=cap.batch_size)
+                        if op.form == "qk":
+                            rec = Record.from_qk(op.queries, op.keys, op.scale, op.bias, record_id=rid, provenance=prov)
+                        else:
+                            rec = Record.from_logits(op.logits(), record_id=rid, provenance=prov)
+                        out.append(rec)
         return out
 
 
 def _widest(cap, batch: int) -> int:
-    valid = int((~cap.head_masked(batch).all(axis=1)).sum())
-    return max(1, (valid + 1) // 2)
+    from softrank.fastpath.capture.session import valid_positions
+
+    rows, _ = valid_positions(cap, batch)
+    return max(1, (len(rows) + 1) // 2)
+
+
+def require_torch() -> None:
+    """One clear ``ImportError`` when torch or transformers is missing."""
+    import importlib.util
+    import sys
+
+    missing = []
+    for name in ("torch", "transformers"):
+        try:
+            absent = sys.modules[name] is None if name in sys.modules else importlib.util.find_spec(name) is None
+        except (ImportError, ValueError):
+            absent = True
+        if absent:
+            missing.append(name)
+    if missing:
+        raise ImportError(f"softrank.capture needs {' and '.join(missing)} (not installed): {PRODUCER_EXTRA}")
 
 
 @contextmanager
 def capture(model, layers=None, family: str | None = None):
     """``with softrank.capture(model) as cap: model(**inputs)``; then ``cap.captures`` and
-    ``cap.records(widths=[64])``.  ``layers`` restricts the layers kept; ``family`` overrides the
-    one read from ``model.config.model_type``."""
+    ``cap.records(widths=[64])``.  ``layers`` restricts the layers kept; ``family`` names the
+    provenance family (default: ``model.config.model_type``); it never changes what is captured."""
+    require_torch()
     from softrank.fastpath.capture.dispatch import capturing
 
     with capturing(model, family=family, layers=None if layers is None else set(layers)) as session:

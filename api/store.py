@@ -29,9 +29,9 @@ def _eps_field(tol: core.Tolerance):
 
 
 class Store:
-    """``Store(path)``: a folder of records.  ``store.write(record)`` adds or replaces a record;
-    ``for record in store`` reads each one (checked); ``store[record_id]``, ``len(store)``,
-    ``record_id in store``, ``store.ids()``."""
+    """``Store(path)``: a folder of records.  ``store.write(record)`` adds a record
+    (``overwrite=True`` replaces one); ``for record in store`` reads each one (checked);
+    ``store[record_id]``, ``len(store)``, ``record_id in store``, ``store.ids()``."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -64,12 +64,14 @@ class Store:
         for record_id in self.ids():
             yield self[record_id]
 
-    def write(self, record: core.Record, index: bool = True) -> str:
+    def write(self, record: core.Record, index: bool = True, overwrite: bool = False) -> str:
         """Write ``record`` (operator, A_hat, every tolerance) and, with ``index``, rewrite
-        ``index.csv``; returns the record id."""
+        ``index.csv``; returns the record id.  A record already in the store under the same id is
+        never replaced unless ``overwrite=True``: writing the same record again changes nothing,
+        a different one is an ``InputError`` (one line) and the store keeps the old one."""
         from softrank.fastpath.store.writer import RecordWriter, write_index
 
-        with RecordWriter(self.path, record.record_id, dict(record.provenance)) as writer:
+        with RecordWriter(self.path, record.record_id, dict(record.provenance), overwrite=overwrite) as writer:
             if record.form == "logits":
                 writer.set_logits(record.logits)
             else:
@@ -86,10 +88,11 @@ class Store:
             write_index(self.path)
         return record.record_id
 
-    def write_all(self, records) -> list[str]:
-        """Write several records, then ``index.csv`` once."""
+    def write_all(self, records, overwrite: bool = False) -> list[str]:
+        """Write several records, then ``index.csv`` once (``overwrite`` as for :meth:`write`;
+        the records before a refused one are written)."""
         from softrank.fastpath.store.writer import write_index
 
-        ids = [self.write(r, index=False) for r in records]
+        ids = [self.write(r, index=False, overwrite=overwrite) for r in records]
         write_index(self.path)
         return ids

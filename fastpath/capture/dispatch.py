@@ -1,6 +1,6 @@
 """Capture of what defines each attention operator, through transformers' attention dispatch.
 
-Every attention module of a supported family calls
+Every attention module that goes through transformers' attention interface calls
 ``interface(module, query, key, value, attention_mask, scaling=..., **kw)`` with tensors
 ``(batch, heads, tokens, d)``.  ``register_capture()`` registers :func:`capture_attention` under
 the name ``CAPTURE_IMPLEMENTATION`` in ``AttentionInterface`` **and** registers the same name with
@@ -9,207 +9,119 @@ the mask is silently ``None`` and a causal model attends to the future.
 
 :func:`capturing` selects that implementation on a model for the duration of a ``with`` block and
 restores the model's own setting on exit (as TransformerLens' ``run_with_cache`` or nnsight's
-``trace`` clean up); a model whose attention cannot be captured gets a :class:`CaptureWarning`.
-Inside a :class:`CaptureSession` each call records, for the module's layer: the queries and keys
-(after any rotary embedding; keys with the key-value head count, expanded on demand exactly as
-``repeat_kv`` does), the scaling, any additive bias (T5's ``position_bias``) and the mask, kept
-apart from the logits (masks are the dtype's minimum, not -inf).  The model's output is then
-computed by the module's own eager attention function, so the forward pass is the model's.
+``trace`` clean up).  No per-type allow-list: any model whose attention goes through the
+interface (encoders, decoders, encoder-decoders, vision, cross-attention) is captured; the few
+that compute attention in their own module and that an adapter knows (Bloom, Falcon:
+``adapters.py``) are captured by hooks; any other model gets a :class:`CaptureWarning` and records
+nothing.
 
-Only q and k are kept (not logits): memory is layers x heads x tokens x d.
+Each call runs the module's **own eager attention function** (the ``eager_attention_forward`` of
+its modeling file), so the forward pass is the model's eager pass, and its probabilities are kept
+with the capture (``session.py``) to check every operator built from it.  What the function
+receives decides what is recorded:
+
+- ``scaling`` (default ``d ** -0.5``), ``position_bias`` (T5: part of the logits), the mask (its
+  finite part is part of the logits), ``softcap`` (Gemma2: the logits are ``c * tanh(H / c)``);
+  ``sliding_window``, ``is_causal`` and bookkeeping arguments are carried by the mask;
+- refused, with a :class:`CaptureWarning` naming the module and the reason: attention sinks
+  (``s_aux``, ``sinks``: a softmax over an extra column), attention dropout in training mode, a
+  soft-cap together with a position bias, any other tensor argument (an unknown score
+  modification), a module whose eager attention function cannot be found.
 """
 
 from __future__ import annotations
 
-import re
+import hashlib
 import sys
 import warnings
 from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
 
-import numpy as np
 import torch
 
+from softrank.fastpath.capture import adapters
+from softrank.fastpath.capture.session import (  # noqa: F401  (re-exported: the capture's public names)
+    _ACTIVE,
+    Capture,
+    CaptureComplete,
+    CaptureSession,
+    CaptureWarning,
+    active_session,
+    family_name,
+    repeat_kv,
+    split_name,
+)
+
 CAPTURE_IMPLEMENTATION = "softrank_capture"
-
-_ACTIVE: list[CaptureSession] = []
 _REGISTERED = False
-_LAYER_RE = re.compile(r"(?:^|\.)(?:layers?|h|block)\.(\d+)(?:\.|$)")
 
-
-@dataclass
-class Capture:
-    """One attention call: the operator's defining numbers for every head of one layer."""
-
-    module: str  # qualified module name, e.g. "layers.3.self_attn"
-    layer: int
-    attention: str  # "encoder-self", "decoder-self" or "cross"
-    queries: torch.Tensor  # (B, Hq, m, d) float32, on the CPU
-    keys: torch.Tensor  # (B, Hkv, N, d) float32, key-value head count
-    scale: float
-    bias: torch.Tensor | None  # additive, broadcastable to (B, Hq, m, N), float32; None: no bias
-    masked: torch.Tensor | None  # bool, broadcastable to (B, 1, m, N): True where the mask removes the key
-
-    @property
-    def num_heads(self) -> int:
-        return int(self.queries.shape[1])
-
-    @property
-    def n_rep(self) -> int:
-        return self.num_heads // int(self.keys.shape[1])
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return int(self.queries.shape[2]), int(self.keys.shape[2])
-
-    def head_queries(self, head: int, batch: int = 0) -> np.ndarray:
-        return self.queries[batch, head].numpy()
-
-    def head_keys(self, head: int, batch: int = 0) -> np.ndarray:
-        """Keys of query head ``head``: key-value head ``head // n_rep`` (as ``repeat_kv``)."""
-        return self.keys[batch, head // self.n_rep].numpy()
-
-    def expanded_keys(self) -> torch.Tensor:
-        return repeat_kv(self.keys, self.n_rep)
-
-    def head_bias(self, head: int, batch: int = 0) -> np.ndarray | None:
-        if self.bias is None:
-            return None
-        b = self.bias
-        m, n = self.shape
-        return torch.broadcast_to(b[min(batch, b.shape[0] - 1), min(head, b.shape[1] - 1)], (m, n)).numpy()
-
-    def head_masked(self, batch: int = 0) -> np.ndarray:
-        m, n = self.shape
-        if self.masked is None:
-            return np.zeros((m, n), dtype=bool)
-        mk = self.masked
-        return torch.broadcast_to(mk[min(batch, mk.shape[0] - 1), 0], (m, n)).numpy()
-
-    def logits(self, head: int, batch: int = 0) -> np.ndarray:
-        """float64 logits ``scale * Q K^T + bias`` (mask not applied) of one head."""
-        q = self.head_queries(head, batch).astype(np.float64)
-        k = self.head_keys(head, batch).astype(np.float64)
-        h = self.scale * (q @ k.T)
-        bias = self.head_bias(head, batch)
-        if bias is not None:
-            h = h + bias.astype(np.float64)
-        return h
-
-
-def repeat_kv(keys: torch.Tensor, n_rep: int) -> torch.Tensor:
-    """(B, Hkv, N, d) -> (B, Hkv * n_rep, N, d), query head h using key-value head h // n_rep."""
-    if n_rep == 1:
-        return keys
-    b, hkv, n, d = keys.shape
-    return keys[:, :, None, :, :].expand(b, hkv, n_rep, n, d).reshape(b, hkv * n_rep, n, d)
-
-
-def classify(family: str, module_name: str) -> str | None:
-    """Kind of attention a module computes, or None when the family's operators skip it."""
-    if family == "blip2":
-        # Q-Former query-to-image cross-attention only (not the vision encoder, not Q-Former self)
-        return "cross" if ("crossattention" in module_name and not module_name.startswith("vision_model")) else None
-    if family == "t5":
-        if "EncDecAttention" in module_name:
-            return "cross"
-        return "encoder-self" if module_name.startswith("encoder.") or ".encoder." in module_name else "decoder-self"
-    if "crossattention" in module_name:
-        return "cross"
-    if family in ("bert", "vit"):
-        return "encoder-self"
-    return "decoder-self"
+# arguments an attention function may receive that the mask (or nothing) already carries
+HARMLESS_ARGUMENTS = frozenset({
+    "sliding_window", "is_causal", "output_attentions", "position_ids", "layer_idx", "cu_seq_lens_q",
+    "cu_seq_lens_k", "max_length_q", "max_length_k", "cache_position", "use_cache", "config", "embed_dim",
+    "num_heads", "hidden_size", "num_attention_heads", "has_relative_attention_bias", "head_dim",
+    "target_dtype", "deterministic", "use_top_left_mask", "output_attentions",
+})
+SINK_ARGUMENTS = ("s_aux", "sinks")
 
 
 def layer_of(module_name: str) -> int:
-    match = _LAYER_RE.search(module_name)
-    return int(match.group(1)) if match else 0
+    return split_name(module_name)[1]
 
 
-class CaptureSession:
-    """Records the attention calls of one model while active (``with CaptureSession(...)``).
-
-    ``family`` selects which modules are captured (see :func:`classify`); ``layers`` (a set, or
-    None for all) restricts the layers kept."""
-
-    def __init__(self, model: torch.nn.Module, family: str, layers: set[int] | None = None,
-                 stop_early: bool = False):
-        self.family = family
-        self.layers = layers
-        self.stop_early = stop_early and layers is not None
-        self.names = {id(mod): name for name, mod in model.named_modules()}
-        self.captures: list[Capture] = []
-        self._bias_cache: dict[int, torch.Tensor] = {}
-
-    def __enter__(self):
-        _ACTIVE.append(self)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        _ACTIVE.remove(self)
-
-    def record(self, module, query, key, attention_mask, scaling, position_bias) -> None:
-        name = self.names.get(id(module), type(module).__name__)
-        kind = classify(self.family, name)
-        layer = layer_of(name)
-        if kind is None or (self.layers is not None and layer not in self.layers):
-            return
-        if scaling is None:
-            scaling = query.size(-1) ** -0.5
-        bias = None
-        if position_bias is not None:
-            key_id = id(position_bias)
-            if key_id not in self._bias_cache:  # T5 reuses layer 0's bias tensor in later layers
-                self._bias_cache[key_id] = position_bias.detach().to("cpu", torch.float32)
-            bias = self._bias_cache[key_id]
-        masked = None
-        if attention_mask is not None:
-            mask = attention_mask.detach()
-            if mask.dtype == torch.bool:  # boolean masks: True means "attend"
-                masked = (~mask).cpu()
-            else:
-                threshold = torch.finfo(mask.dtype).min / 2
-                masked_dev = mask <= threshold
-                masked = masked_dev.cpu()
-                rest = torch.where(masked_dev, torch.zeros((), dtype=mask.dtype, device=mask.device), mask)
-                if bool(torch.any(rest != 0)):  # a finite additive part: part of the logits
-                    rest = rest.to("cpu", torch.float32)
-                    bias = rest if bias is None else bias + rest
-        self.captures.append(Capture(
-            module=name, layer=layer, attention=kind,
-            queries=query.detach().to("cpu", torch.float32).contiguous(),
-            keys=key.detach().to("cpu", torch.float32).contiguous(),
-            scale=float(scaling), bias=bias, masked=masked))
-        if self.stop_early and self.layers <= {c.layer for c in self.captures}:
-            raise CaptureComplete  # every wanted layer is captured: skip the rest of the pass
+def eager_for(module) -> Callable | None:
+    """The module's own eager attention function: its modeling file's ``eager_attention_forward``,
+    else the file's one function named ``*eager_attention_forward``; None when it cannot be told."""
+    namespace = vars(sys.modules.get(type(module).__module__, sys))
+    fn = namespace.get("eager_attention_forward")
+    if callable(fn):
+        return fn
+    named = [v for k, v in namespace.items() if k.endswith("eager_attention_forward") and callable(v)]
+    return named[0] if len(named) == 1 else None
 
 
-def _eager_for(module) -> Callable:
-    """The module's own eager attention function (its modeling file's ``eager_attention_forward``)."""
-    fn = getattr(sys.modules.get(type(module).__module__), "eager_attention_forward", None)
-    return fn if fn is not None else _generic_eager
+def _sdpa(module, query, key, value, attention_mask, **kwargs):
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    return ALL_ATTENTION_FUNCTIONS["sdpa"](module, query, key, value, attention_mask, **kwargs)
 
 
-def _generic_eager(module, query, key, value, attention_mask, scaling=None, dropout=0.0, position_bias=None, **_):
-    n_rep = query.shape[1] // key.shape[1]
-    key, value = repeat_kv(key, n_rep), repeat_kv(value, n_rep)
-    scaling = query.size(-1) ** -0.5 if scaling is None else scaling
-    weights = torch.matmul(query, key.transpose(2, 3)) * scaling
-    if position_bias is not None:
-        weights = weights + position_bias
-    if attention_mask is not None:
-        weights = weights + attention_mask
-    weights = torch.nn.functional.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)
-    out = torch.matmul(weights, value).transpose(1, 2).contiguous()
-    return out, weights
+def unsupported(module, dropout, kwargs: dict) -> str:
+    """Why a call's operator cannot be recorded exactly, or ''."""
+    for name in SINK_ARGUMENTS:
+        if kwargs.get(name) is not None:
+            return f"attention sinks ({name}) add a softmax column the record format cannot state"
+    if dropout and module.training:
+        return f"attention dropout {dropout} in training mode changes the operator at random"
+    if kwargs.get("softcap") is not None and kwargs.get("position_bias") is not None:
+        return "a logit soft-cap together with a position bias (their order is not known)"
+    for name, value in kwargs.items():
+        if name in ("softcap", "position_bias") or name in HARMLESS_ARGUMENTS:
+            continue
+        if isinstance(value, torch.Tensor):
+            return f"the attention function receives {name!r}, an unknown score modification"
+    return ""
 
 
 def capture_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
-    """Attention function registered as ``CAPTURE_IMPLEMENTATION``: records, then runs eager."""
-    if _ACTIVE:
-        _ACTIVE[-1].record(module, query, key, attention_mask, scaling, kwargs.get("position_bias"))
-    return _eager_for(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+    """Attention function registered as ``CAPTURE_IMPLEMENTATION``: runs the module's own eager
+    attention, then records the call (with the probabilities it computed)."""
+    eager = eager_for(module)
+    run = eager if eager is not None else _sdpa
+    out = run(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+    session = active_session()
+    if session is not None and session.wanted(module) is not None:
+        problem = "" if eager is not None else "cannot tell the module's eager attention function"
+        problem = problem or unsupported(module, dropout, kwargs)
+        probs = out[1] if isinstance(out, tuple) and len(out) > 1 else None
+        if not problem and probs is None:
+            problem = "its eager attention returned no probabilities to check the capture against"
+        if problem:
+            session.refuse(module, problem)
+        else:
+            session.record(module, query, key, attention_mask, scaling, probs=probs,
+                           position_bias=kwargs.get("position_bias"), softcap=kwargs.get("softcap"))
+    return out
 
 
 def register_capture() -> None:
@@ -225,27 +137,28 @@ def register_capture() -> None:
     _REGISTERED = True
 
 
-class CaptureComplete(Exception):
-    """Raised inside the forward pass once every wanted layer is captured (``stop_early``)."""
-
-
-class CaptureWarning(UserWarning):
-    """A capture that records nothing: the model's attention path cannot be captured."""
-
-
 def capture_family(model) -> tuple[str | None, str]:
-    """(family, problem) of a model: its capture family from ``config.model_type``, or None with
+    """(family, problem) of a model: its provenance family (``config.model_type``), or None with
     the reason why its attention cannot be captured."""
-    from softrank.fastpath.capture.models import FAMILIES
-
     config = getattr(model, "config", None)
-    model_type = getattr(config, "model_type", None)
     if config is None or not hasattr(model, "set_attn_implementation"):
         return None, f"{type(model).__name__} is not a transformers model (no config, no attention dispatch)"
-    if model_type not in FAMILIES:
-        return None, (f"no attention capture support for model type {model_type!r} "
-                      f"(supported: {', '.join(sorted(FAMILIES))})")
-    return FAMILIES[model_type][0], ""
+    return family_name(config), ""
+
+
+def capture_problem(model) -> str:
+    """Why ``model``'s attention cannot be captured at all, or '' (nothing is switched)."""
+    _, problem = capture_family(model)
+    if problem or adapters.adapter_modules(model):
+        return problem
+    if not type(model)._can_set_attn_implementation():
+        return _no_interface(model)
+    return ""
+
+
+def _no_interface(model) -> str:
+    return (f"{type(model).__name__}'s attention does not go through transformers' AttentionInterface "
+            f"(model type {getattr(model.config, 'model_type', None)!r}, no capture adapter)")
 
 
 def _configs(model) -> list:
@@ -270,10 +183,10 @@ def switch_to_capture(model) -> tuple[list, str]:
     if model.config._attn_implementation == CAPTURE_IMPLEMENTATION:
         return saved, ""
     if not type(model)._can_set_attn_implementation():
-        return saved, f"{type(model).__name__}'s attention does not go through transformers' AttentionInterface"
+        return saved, _no_interface(model)
     try:
         model.set_attn_implementation(CAPTURE_IMPLEMENTATION)
-    except (ValueError, TypeError, AttributeError, NotImplementedError) as err:
+    except (ValueError, TypeError, AttributeError, NotImplementedError, KeyError) as err:
         restore_attention(saved)
         first = (str(err).splitlines() or [type(err).__name__])[0]
         return saved, f"cannot select the capture attention on {type(model).__name__}: {first}"
@@ -286,40 +199,64 @@ def restore_attention(saved: list) -> None:
         config._attn_implementation_internal = value
 
 
-def _count_calls(model) -> tuple[list[int], list]:
-    """A call counter on the model and each of its sub-models (a pass may start at ``base_model``)."""
+def input_digest(args, kwargs) -> str:
+    """SHA-256 of a model call's tensor arguments (name, dtype, shape and bytes of each)."""
+    h = hashlib.sha256()
+    items = [(str(i), a) for i, a in enumerate(args)] + sorted(kwargs.items())
+    for name, value in items:
+        if isinstance(value, torch.Tensor):
+            t = value.detach().to("cpu").contiguous()
+            h.update(f"{name}:{t.dtype}:{list(t.shape)}:".encode())
+            h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+def _watch_calls(model, session) -> tuple[list[int], list]:
+    """A call counter on the model and each of its sub-models (a pass may start at
+    ``base_model``); the outermost call's input digest goes to ``session.input_sha256``."""
     calls = [0]
 
-    def hook(*_):
+    def hook(_module, args, kwargs):
+        if calls[0] == 0 or session.input_sha256 is None:
+            session.input_sha256 = input_digest(args, kwargs)
         calls[0] += 1
 
-    handles = [m.register_forward_pre_hook(hook) for m in model.modules() if getattr(m, "config", None) is not None]
+    handles = [m.register_forward_pre_hook(hook, with_kwargs=True) for m in model.modules()
+               if getattr(m, "config", None) is not None]
     return calls, handles
 
 
 @contextmanager
-def capturing(model, family: str | None = None, layers: set[int] | None = None, stop_early: bool = False):
+def capturing(model, family: str | None = None, layers: set[int] | None = None, stop_early: bool = False,
+              select=None):
     """``with capturing(model) as session: model(...)``; captures in ``session.captures``.
 
-    Selects the capture attention on ``model`` for the duration of the block and restores the
-    model's own attention setting on exit, also on an exception.  ``family`` (default: from the
-    model's config) selects which modules are captured.  When the model's attention cannot be
-    captured (unsupported model type, attention outside transformers' AttentionInterface), or the
-    model ran but no attention call reached the capture, a :class:`CaptureWarning` says so and
-    nothing is recorded.  ``stop_early`` (for models with one attention call per layer: encoders,
-    decoders, vision) aborts the forward pass after the last wanted layer; the pass's output is
-    then not computed."""
+    Selects the capture attention on ``model`` for the duration of the block (or installs the
+    hooks of a capture adapter) and restores the model's own attention setting on exit, also on
+    an exception.  ``family`` names the provenance family (default: the config's model type); it
+    does not change what is captured.  ``layers`` restricts the layers kept, ``select(name,
+    cross)`` the modules kept.  When the model's attention cannot be captured, or the model ran
+    but no attention call reached the capture, a :class:`CaptureWarning` says so and nothing is
+    recorded.  ``stop_early`` (for models with one attention call per layer) aborts the forward
+    pass after the last wanted layer; the pass's output is then not computed."""
     register_capture()
-    problem = ""
-    if family is None:
-        family, problem = capture_family(model)
+    default_family, problem = capture_family(model)
+    family = family or default_family
     saved: list = []
+    hooks: list = []
+    extra = ()
     if not problem:
-        saved, problem = switch_to_capture(model)
+        if adapters.adapter_modules(model):
+            extra = adapters.adapter_classes(model)
+            hooks = adapters.install(model, active_session)
+        else:
+            saved, problem = switch_to_capture(model)
     if problem:
         warnings.warn(f"softrank capture: {problem}; nothing is recorded", CaptureWarning, stacklevel=3)
-    session = CaptureSession(model, family or "", layers, stop_early)
-    calls, handles = _count_calls(model)
+    session = CaptureSession(model, family or "", layers, stop_early, select, extra) if not problem else \
+        _EmptySession(family)
+    session.input_sha256 = None
+    calls, handles = _watch_calls(model, session) if not problem else ([0], [])
     try:
         with torch.no_grad(), (nullcontext() if problem else session):
             try:
@@ -327,10 +264,20 @@ def capturing(model, family: str | None = None, layers: set[int] | None = None, 
             except CaptureComplete:
                 pass
     finally:
-        for handle in handles:
+        for handle in handles + hooks:
             handle.remove()
         restore_attention(saved)
-    if not problem and calls[0] and not session.captures:
+    if not problem and calls[0] and not session.captures and not session.refused:
         warnings.warn("softrank capture: the model ran but no attention call reached the capture "
-                      f"(family {family!r}, layers {sorted(layers) if layers else 'all'}); nothing is recorded",
-                      CaptureWarning, stacklevel=3)
+                      "(its attention modules do not use transformers' attention interface, or no wanted layer ran); "
+                      "nothing is recorded", CaptureWarning, stacklevel=3)
+
+
+class _EmptySession:
+    """What a refused capture yields: nothing recorded."""
+
+    def __init__(self, family):
+        self.family = family or ""
+        self.captures: list = []
+        self.refused: list = []
+        self.layers = None

@@ -36,6 +36,27 @@ DEFAULT_THREADS = 1
 
 
 
+def require_producer(what: str = "capture") -> None:
+    """One clear error when the producer's dependencies (torch, transformers) are missing."""
+    missing = [m for m in ("torch", "transformers") if _absent(m)]
+    if missing:
+        raise InputError("softrank", "producer",
+                         f"{what} needs {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} not "
+                         f"installed: pip install 'softrank[producer]'")
+
+
+def _absent(module: str) -> bool:
+    import importlib.util
+    import sys
+
+    if module in sys.modules:
+        return sys.modules[module] is None
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):
+        return True
+
+
 def _options(model_name: str | None, given: dict[str, Any]) -> dict[str, Any]:
     unknown = set(given) - set(OPTION_NAMES)
     if unknown:
@@ -88,6 +109,7 @@ def extract_to_store(model, store, **options) -> list[str]:
     Raises ``InputError`` for bad input (unknown model, unsupported model, pass too short for a
     block width, empty text, unreadable image file, out-of-range layers or heads).
     """
+    require_producer("extraction")
     import torch
     from softrank.fastpath.capture.models import LoadedModel, load_model
 
@@ -283,26 +305,44 @@ def _head_jobs(captures, pairs) -> list[tuple]:
     return [(cap, head) for _, cap, head in jobs]
 
 
+def _select(lm):
+    """Which attention modules a pass keeps: for BLIP-2 the Q-Former's cross-attention (queries to
+    image patches) only; every attention module otherwise."""
+    if lm.kind == "blip2":
+        return lambda name, cross: cross and name.startswith("qformer.")
+    return None
+
+
 def _extract_source(lm, store, source, pairs, plan):
-    """Run one forward pass on ``source`` capturing the layers in ``pairs``; yield record ids."""
-    from softrank.fastpath.capture.dispatch import capturing
+    """Run one forward pass on ``source`` capturing the layers in ``pairs``; yield record ids.
+    An operator the capture refuses (see ``operators.operators_for``) is warned about
+    (``CaptureWarning``) and not written."""
+    import warnings
+
+    from softrank.fastpath.capture.dispatch import CaptureWarning, capturing
     from softrank.fastpath.capture.operators import (
+        Refusal,
         operators_for,
         provenance,
         record_id,
         write_operator,
     )
+    from softrank.fastpath.capture.session import link_cross_queries
 
     layers = {layer for layer, _ in pairs}
     one_call_per_layer = lm.kind in ("encoder", "decoder", "vision")
-    with capturing(lm.model, lm.family, layers, stop_early=one_call_per_layer) as session:
+    with capturing(lm.model, lm.family, layers, stop_early=one_call_per_layer, select=_select(lm)) as session:
         _forward(lm, source, plan)
+    link_cross_queries(session.captures)
     extra = {"checkpoint_files": lm.checkpoint_files, "device": lm.device, "selection_seed": plan["seed"],
              "kv_head": None, **lm.extra}
     if lm.kind == "seq2seq":
         extra["decoder_start_token_id"] = decoder_start_token(lm)
     for cap, head in _head_jobs(session.captures, pairs):
         for op in operators_for(cap, head, plan["widths"]):
+            if isinstance(op, Refusal):
+                warnings.warn(op.message(), CaptureWarning, stacklevel=2)
+                continue
             rid = record_id(lm.tag, source.source_id, op)
             prov = provenance(op, model=lm.name, family=lm.family, checkpoint_sha256=lm.checkpoint_sha256,
                               source_id=source.source_id, source_sha256=source.sha256,

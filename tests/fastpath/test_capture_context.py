@@ -103,13 +103,14 @@ def test_restored_on_exception_and_nothing_left_active():
 
 
 def test_uncapturable_models_warn_and_record_nothing():
-    distil = transformers.DistilBertModel(transformers.DistilBertConfig(vocab_size=97, dim=32, n_layers=1, n_heads=4,
-                                                                        hidden_dim=37)).eval()
-    before = distil.config._attn_implementation
-    with pytest.warns(CaptureWarning, match="no attention capture support.*distilbert"), \
-            softrank.capture(distil) as cap:
-        distil(input_ids=IDS)
-    assert len(cap) == 0 and distil.config._attn_implementation == before
+    neo = transformers.GPTNeoModel(transformers.GPTNeoConfig(vocab_size=97, hidden_size=32, num_layers=2, num_heads=4,
+                                                             attention_types=[[["global", "local"], 1]],
+                                                             max_position_embeddings=64)).eval()
+    before = neo.config._attn_implementation
+    with pytest.warns(CaptureWarning, match="GPTNeoModel's attention does not go through.*gpt_neo"), \
+            softrank.capture(neo) as cap:
+        neo(input_ids=IDS)
+    assert len(cap) == 0 and cap.records() == [] and neo.config._attn_implementation == before
     with pytest.warns(CaptureWarning, match="not a transformers model"), capturing(torch.nn.Linear(3, 3)) as session:
         pass
     assert session.captures == []

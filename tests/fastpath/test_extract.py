@@ -49,8 +49,9 @@ def checkpoints(tmp_path_factory):
             text_config={"model_type": "opt", "vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 1,
                          "ffn_dim": 37, "num_attention_heads": 4, "word_embed_proj_dim": 32},
             num_query_tokens=8)),
-        "unsupported": transformers.DistilBertModel(transformers.DistilBertConfig(
-            vocab_size=99, dim=32, n_layers=1, n_heads=4, hidden_dim=37)),
+        "unsupported": transformers.GPTNeoModel(transformers.GPTNeoConfig(  # attention outside the interface
+            vocab_size=99, hidden_size=32, num_layers=2, num_heads=4, attention_types=[[["global", "local"], 1]],
+            max_position_embeddings=128)),
     }
     return {name: _save(root, name, model) for name, model in out.items()}
 
@@ -134,7 +135,7 @@ def test_unknown_model_path(capsys, tmp_path):
 
 def test_model_without_capture_support(capsys, checkpoints, tmp_path):
     err = _cli_error(capsys, ["extract", "--model", str(checkpoints["unsupported"]), "--out", str(tmp_path / "s")])
-    assert "no attention capture support" in err and "distilbert" in err
+    assert "cannot capture its attention" in err and "does not go through" in err and "gpt_neo" in err
 
 
 def test_pass_too_short_for_block_width(capsys, checkpoints, tmp_path):

@@ -1,0 +1,128 @@
+"""Capture of the few transformers models whose attention does not go through the attention
+interface: each computes its attention inside its own module.  Per-type knowledge, kept to the
+mathematics of each:
+
+- **Bloom** (``BloomAttention``): logits ``inv_norm_factor * q.k + beta * alibi + mask``; ALiBi is
+  the record's bias.  Bloom always returns its attention probabilities.
+- **Falcon** (``FalconAttention``), eager path only: without ALiBi, rotary q and k and logits
+  ``q.k / sqrt(d) + mask``; with ALiBi, ``(q.k + alibi) * inv_norm_factor + mask``, where
+  transformers' Falcon model also folds ``alibi / sqrt(d)`` into the mask (so the eager operator
+  carries ALiBi twice, and differs from Falcon's sdpa path; the record is the operator that ran).
+  Falcon's sdpa path returns no probabilities to check a capture against: refused (load the model
+  with ``attn_implementation="eager"``).
+
+A forward hook on each attention module recomputes q and k from the module's own projections and
+head split on the module's own input (the same operations on the same numbers, so the same
+values), takes the ALiBi tensor and the mask the module received, and the probabilities it
+returned; the model's forward pass is not changed.  A cached prefix (keys longer than queries)
+is refused.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import torch
+
+from softrank.fastpath.capture.session import CaptureSession
+
+
+def _arg(args, kwargs, index: int, name: str):
+    if name in kwargs:
+        return kwargs[name]
+    return args[index] if len(args) > index else None
+
+
+def _training_dropout(session: CaptureSession, module) -> bool:
+    p = getattr(getattr(module, "attention_dropout", None), "p", 0.0)
+    if module.training and p:
+        session.refuse(module, f"attention dropout {p} in training mode changes the operator at random")
+        return True
+    return False
+
+
+def _bloom(session: CaptureSession, module, args, kwargs, output) -> None:
+    if _training_dropout(session, module):
+        return
+    hidden = _arg(args, kwargs, 0, "hidden_states")
+    alibi = _arg(args, kwargs, 2, "alibi")
+    mask = _arg(args, kwargs, 3, "attention_mask")
+    probs = output[1] if isinstance(output, tuple) and len(output) > 1 else None
+    if probs is None:
+        session.refuse(module, "Bloom's attention returned no probabilities to check the capture against")
+        return
+    q, k, _ = module._reshape(module.query_key_value(hidden))
+    if probs.shape[-1] != k.shape[-2]:
+        session.refuse(module, "keys include a cached prefix (run without a cache)")
+        return
+    b, h = q.shape[0], q.shape[1]
+    bias = alibi.reshape(b, h, 1, -1) * module.beta if alibi is not None else None
+    session.record(module, q, k, mask, module.inv_norm_factor, probs=probs, bias=bias)
+
+
+def _falcon(session: CaptureSession, module, args, kwargs, output) -> None:
+    if _training_dropout(session, module):
+        return
+    hidden = _arg(args, kwargs, 0, "hidden_states")
+    alibi = _arg(args, kwargs, 1, "alibi")
+    mask = _arg(args, kwargs, 2, "attention_mask")
+    probs = output[1] if isinstance(output, tuple) and len(output) > 1 else None
+    if probs is None:
+        session.refuse(module, "Falcon's sdpa attention exposes no probabilities to check a capture against "
+                               "(load the model with attn_implementation='eager')")
+        return
+    fused = module.query_key_value(hidden)
+    q, k, _ = module._split_heads(fused)
+    b, m = q.shape[0], q.shape[1]
+    kv_heads = module.num_heads if module.new_decoder_architecture else module.num_kv_heads
+    q = q.transpose(1, 2).reshape(b, module.num_heads, m, module.head_dim)
+    k = k.transpose(1, 2).reshape(b, kv_heads, m, module.head_dim)
+    if probs.shape[-1] != m:
+        session.refuse(module, "keys include a cached prefix (run without a cache)")
+        return
+    if alibi is None:
+        cos, sin = _arg(args, kwargs, 7, "position_embeddings")
+        apply = getattr(sys.modules[type(module).__module__], "apply_rotary_pos_emb")
+        q, k = apply(q, k, cos, sin)
+        session.record(module, q, k, mask, 1.0 / math.sqrt(module.head_dim), probs=probs)
+        return
+    scale = module.inv_norm_factor
+    bias = alibi.reshape(b, module.num_heads, 1, -1).to(torch.float64) * scale
+    session.record(module, q, k, mask, scale, probs=probs, bias=bias)
+
+
+# (modeling module, class name) -> hook
+ADAPTERS = {
+    ("transformers.models.bloom.modeling_bloom", "BloomAttention"): _bloom,
+    ("transformers.models.falcon.modeling_falcon", "FalconAttention"): _falcon,
+}
+
+
+def adapter_modules(model) -> list[tuple[torch.nn.Module, object]]:
+    """(module, hook function) of every attention module of ``model`` an adapter captures."""
+    out = []
+    for mod in model.modules():
+        for cls in type(mod).__mro__:
+            fn = ADAPTERS.get((cls.__module__, cls.__name__))
+            if fn is not None:
+                out.append((mod, fn))
+                break
+    return out
+
+
+def adapter_classes(model) -> tuple:
+    return tuple({type(mod) for mod, _ in adapter_modules(model)})
+
+
+def install(model, session_of) -> list:
+    """Forward hooks on the adapted attention modules; ``session_of()`` is the active session or
+    None.  Returns the handles (remove them to uninstall)."""
+    handles = []
+    for mod, fn in adapter_modules(model):
+        def hook(module, args, kwargs, output, fn=fn):
+            session = session_of()
+            if session is not None and session.wanted(module) is not None:
+                fn(session, module, args, kwargs, output)
+        handles.append(mod.register_forward_hook(hook, with_kwargs=True))
+    return handles

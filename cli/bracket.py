@@ -51,6 +51,12 @@ MANIFEST = "bracket-manifest.json"
 OUTPUTS = ("records", "index.csv", "bracket.csv", MANIFEST, JOURNAL)  # what a run writes into OUT
 
 
+EPILOG = """--json prints one object: {"store", "out", "records", "resumed" (from the journal), "malformed",
+"errors" (one line each), "tolerances", "seconds", "table" (bracket.csv), "eps": [{"eps", "operators",
+"median_L", "median_U", "median_U_over_L", "resolved", "resolved_share"} per tolerance: float64 ends,
+resolved by the results table's criterion], "exit_code"}."""
+
+
 def configure(parser) -> None:
     parser.add_argument("store", metavar="STORE", type=path_arg, help="a SoftRank store (e.g. from softrank extract)")
     parser.add_argument("--eps", default=DEFAULT_EPS,
@@ -68,6 +74,8 @@ def configure(parser) -> None:
                         help="fast: later constructions only search below the best rank so far; "
                              "full: every construction's own least rank (construction study)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (keys below)")
+    parser.epilog = EPILOG
 
 
 class BracketJob:
@@ -206,14 +214,29 @@ def run(args) -> int:
     for line in job.errors:
         print(f"softrank bracket: error: {line}", file=sys.stderr)
     malformed = f", {len(job.errors)} malformed (not bracketed)" if job.errors else ""
-    print(f"softrank bracket: {job.total} records{resumed}{malformed} x {len(eps_list)} tolerances in "
-          f"{elapsed:.1f} s -> {job.out}")
+    per_eps = []
     for text in dict.fromkeys(r["eps_text"] for r in sorted(rows, key=lambda r: r["eps"])):
         sel = [r for r in rows if r["eps_text"] == text]
         ratios = [r["upper"] / r["lower"] for r in sel if r["upper"] is not None and r["lower"]]
-        share = sum(bool(r["resolved"]) for r in sel) / len(sel)
+        done = sum(bool(r["resolved"]) for r in sel)
         uppers = [r["upper"] if r["upper"] is not None else min(r["m"], r["N"]) for r in sel]
-        print(f"  eps {text}: median L {statistics.median(r['lower'] for r in sel):g}, median U "
-              f"{statistics.median(uppers):g}, median U/L {statistics.median(ratios) if ratios else float('nan'):.2f}, "
-              f"resolved {100 * share:.1f}%")
-    return 2 if job.errors else 0
+        per_eps.append({"eps": text, "operators": len(sel), "median_L": statistics.median(r["lower"] for r in sel),
+                        "median_U": statistics.median(uppers),
+                        "median_U_over_L": statistics.median(ratios) if ratios else None,
+                        "resolved": done, "resolved_share": done / len(sel)})
+    code = 2 if job.errors else 0
+    if getattr(args, "json", False):
+        import json
+
+        print(json.dumps({"store": str(job.store), "out": str(job.out), "records": job.total, "resumed": job.resumed,
+                          "malformed": len(job.errors), "errors": job.errors, "tolerances": len(eps_list),
+                          "seconds": elapsed, "table": str(job.out / "bracket.csv"), "eps": per_eps,
+                          "exit_code": code}))
+        return code
+    print(f"softrank bracket: {job.total} records{resumed}{malformed} x {len(eps_list)} tolerances in "
+          f"{elapsed:.1f} s -> {job.out}")
+    for e in per_eps:
+        ratio = float("nan") if e["median_U_over_L"] is None else e["median_U_over_L"]
+        print(f"  eps {e['eps']}: median L {e['median_L']:g}, median U {e['median_U']:g}, median U/L {ratio:.2f}, "
+              f"resolved {100 * e['resolved_share']:.1f}%")
+    return code

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 MAX_OPERATORS = 10_000  # a demonstration store: larger counts are refused, not run for hours
 MAX_SIZE = 2048  # m = N; each operator is SVD'd once per tolerance in float64
+EPILOG = """--json prints one object: {"store", "replay" (folders), "operators", "size", "seed", "style" (of
+softrank.fastpath.store.demo), "replay_summary" (as softrank replay --json prints it), "summary" (per
+family and eps: operators, median_L, median_U, median_U_over_L, resolved, resolved_share,
+closed_share, as in softrank report), "exit_code"}."""
 
 
 def configure(parser) -> None:
@@ -14,6 +18,8 @@ def configure(parser) -> None:
     parser.add_argument("--operators", type=int, default=8, help=f"number of synthetic operators (1 to {MAX_OPERATORS})")
     parser.add_argument("--size", type=int, default=96, help=f"m = N of each operator (2 to {MAX_SIZE})")
     parser.add_argument("--seed", type=int, default=0, help="random seed, >= 0")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (keys below)")
+    parser.epilog = EPILOG
 
 
 def run(args) -> int:
@@ -28,7 +34,19 @@ def run(args) -> int:
     for part in ("store", "replay"):  # old records would be mixed into the new store
         output_dir(out / part, field="out", empty=True)
     ids = build_demo_store(out / "store", args.operators, args.size, args.seed, style=DEMO_STYLE)
-    print(f"demo store: {len(ids)} synthetic operators ({args.size} x {args.size}) in {out / 'store'}")
+    if not getattr(args, "json", False):
+        print(f"demo store: {len(ids)} synthetic operators ({args.size} x {args.size}) in {out / 'store'}")
     summary = replay_store(out / "store", out / "replay")
-    print(summary.line())
+    if getattr(args, "json", False):
+        import json
+
+        from softrank.cli.report_figures import family_summary
+        from softrank.fastpath.store.replay_table import read_replay_table
+
+        rows = read_replay_table(out / "replay", "replay.parquet")
+        print(json.dumps({"store": str(out / "store"), "replay": str(out / "replay"), "operators": len(ids),
+                          "size": args.size, "seed": args.seed, "style": DEMO_STYLE,
+                          "replay_summary": summary.as_json(), "summary": family_summary(rows), "exit_code": 0}))
+    else:
+        print(summary.line())
     return 0

@@ -19,6 +19,10 @@ from softrank.cli.common import check_count, check_device, output_dir, parse_int
 from softrank.fastpath.capture.extract import DEFAULT_THREADS
 
 
+EPILOG = """--json prints one object: {"model", "out" (the store), "operators", "ids" (the record ids
+written), "seconds"}."""
+
+
 def configure(parser) -> None:
     parser.add_argument("--model", required=True,
                         help="minilm, smollm2, a local checkpoint folder / .gguf file, or a Hugging Face id "
@@ -44,6 +48,8 @@ def configure(parser) -> None:
     parser.add_argument("--threads", type=int, default=None,
                         help=f"torch CPU threads during extraction (default {DEFAULT_THREADS})")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (keys below)")
+    parser.epilog = EPILOG
 
 
 @contextmanager
@@ -102,5 +108,11 @@ def run(args) -> int:
         options["progress"] = report
         ids = extract_to_store(args.model, args.out, **{k: v for k, v in options.items() if v is not None})
     elapsed = time.perf_counter() - start
+    if getattr(args, "json", False):
+        import json
+
+        print(json.dumps({"model": str(args.model), "out": str(args.out), "operators": len(ids), "ids": list(ids),
+                          "seconds": elapsed}))
+        return 0
     print(f"softrank extract: {len(ids)} operators from {args.model} written to {args.out} in {elapsed:.1f} s")
     return 0

@@ -41,6 +41,13 @@ VERDICTS = ("feasible", "impossible", "unresolved")
 FROM = VERDICTS + ("none",)
 
 
+EPILOG = """--json prints one object instead of the tables: {"verdicts" ((record, eps, k) compared),
+"agree", "failures" (float64 verdicts that fail validation), "contradicted", "lower_equal", "records"
+((record, eps) pairs), "tables" (the folder written), "baseline" (the file --write-baseline wrote, or
+null), "against" (or null), "changes" (every change against --against, one line each; null without
+it), "exit_code"}."""
+
+
 def configure(parser) -> None:
     parser.add_argument("replay_dir", type=path_arg, help="folder with replay.parquet and verdicts.parquet (softrank replay --out)")
     parser.add_argument("--out", default=None, type=path_arg, help="output folder (default: REPLAY_DIR/regress)")
@@ -49,6 +56,8 @@ def configure(parser) -> None:
                         help="a replay folder or a baseline JSON: print every changed verdict or bracket, exit 1 on any")
     parser.add_argument("--write-baseline", default=None, metavar="FILE.json", type=path_arg,
                         help="write this replay's validated results as a baseline JSON (for --against)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (keys below) instead of the tables")
+    parser.epilog = EPILOG
 
 
 def _read(folder: Path, name: str) -> list[dict]:
@@ -225,15 +234,25 @@ def run(args) -> int:
     tables = analyse(_read(folder, "replay.parquet"), _read(folder, "verdicts.parquet"))
     out = Path(args.out) if args.out else folder / "regress"
     save(tables, out)
-    render(tables, args.max_list)
+    as_json = getattr(args, "json", False)
+    if not as_json:
+        render(tables, args.max_list)
     n = sum(t["count"] for t in tables["transitions"])
     agree = sum(t["count"] for t in tables["transitions"] if t["float64_verdict"] == t["validated_verdict"])
     records = sum(e["records"] for e in tables["ends"])
     lower_eq = sum(e["lower_equal"] for e in tables["ends"])
     contra = sum(1 for f in tables["failures"] if f["contradiction"])
-    print(f"regress: {n} verdicts, {agree} agree; {len(tables['failures'])} float64 verdicts fail validation "
-          f"({contra} contradicted); lower ends equal on {lower_eq}/{records} (record, eps); tables: {out}")
-    return _baselines(args, folder)
+    if not as_json:
+        print(f"regress: {n} verdicts, {agree} agree; {len(tables['failures'])} float64 verdicts fail validation "
+              f"({contra} contradicted); lower ends equal on {lower_eq}/{records} (record, eps); tables: {out}")
+        return _baselines(args, folder)
+    code, lines = _baselines(args, folder, quiet=True)
+    against, written = getattr(args, "against", None), getattr(args, "write_baseline", None)
+    print(json.dumps({"verdicts": n, "agree": agree, "failures": len(tables["failures"]), "contradicted": contra,
+                      "lower_equal": lower_eq, "records": records, "tables": str(out),
+                      "baseline": None if written is None else str(written),
+                      "against": None if against is None else str(against), "changes": lines, "exit_code": code}))
+    return code
 
 
 BASELINE_SCHEMA = "softrank.replay-baseline"
@@ -306,22 +325,26 @@ def _check_baseline_target(args) -> None:
     check_not_input(args.write_baseline, "write-baseline", inside=inputs)
 
 
-def _baselines(args, folder: Path) -> int:
-    """``--write-baseline`` and ``--against``: 1 when the replay differs from the baseline."""
+def _baselines(args, folder: Path, quiet: bool = False):
+    """``--write-baseline`` and ``--against``: 1 when the replay differs from the baseline.  With
+    ``quiet`` nothing is printed and the result is (exit code, the change lines or None)."""
     from softrank.fastpath.store.files import atomic_write
 
     against, write = getattr(args, "against", None), getattr(args, "write_baseline", None)
     if against is None and write is None:
-        return 0
+        return (0, None) if quiet else 0
     current = baseline(_read(folder, "replay.parquet"), _read(folder, "verdicts.parquet"))
     if write is not None:
         _check_baseline_target(args)  # over an input table or the --against file: refused (checked first in run)
         text = json.dumps(current, indent=1, sort_keys=True) + "\n"
         atomic_write(write, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
-        print(f"regress: baseline of {len(current['records'])} records written to {write}")
+        if not quiet:
+            print(f"regress: baseline of {len(current['records'])} records written to {write}")
     if against is None:
-        return 0
+        return (0, None) if quiet else 0
     lines = changes(load_baseline(against), current)
+    if quiet:
+        return (1 if lines else 0), lines
     for line in lines:
         print(f"CHANGED {line}")
     print(f"regress against {against}: {len(lines)} change{'s' if len(lines) != 1 else ''} "

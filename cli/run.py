@@ -28,6 +28,14 @@ from softrank.validated.errors import InputError
 MODELS = ("minilm", "smollm2")
 
 
+EPILOG = """--json prints one object on stdout (the progress and the human lines go to stderr): {"out",
+"store", "replay" (folders), "report" (the page), "table": [one object per family and eps, the columns
+of OUT/summary.csv: family, eps, operators, shape, median_L, median_U, median_U_over_L, resolved
+(share, by the results table's criterion on the float64 ends), the baseline's, validated_agreement,
+replayed], "replay_summary" (as softrank replay --json prints it), "seconds" (per step),
+"exit_code"}."""
+
+
 def configure(parser) -> None:
     parser.add_argument("--out", default="softrank-out", type=path_arg, help="output folder (default softrank-out/)")
     parser.add_argument("--eps", default="0.15,0.25,0.35",
@@ -41,6 +49,8 @@ def configure(parser) -> None:
     parser.add_argument("--reuse", action="store_true",
                         help="reuse OUT/store's extracted records if present (skip extraction)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (keys below)")
+    parser.epilog = EPILOG
 
 
 def _extraction_api():
@@ -102,7 +112,8 @@ def run(args) -> int:
 
     eps_exact = _check_arguments(args)
     eps_list = [float(e) for e in eps_exact]  # the float keys of the rows and the summary
-    console = Console(stderr=False, width=None if sys.stdout.isatty() else 170)
+    as_json = getattr(args, "json", False)  # then stdout holds the JSON object only
+    console = Console(stderr=as_json, width=None if (sys.stderr if as_json else sys.stdout).isatty() else 170)
     out = output_dir(args.out)
     store = out / "store"
     progress = not args.no_progress
@@ -130,8 +141,17 @@ def run(args) -> int:
     _print_table(console, table, times, summary)
     from softrank.cli.report import write_report
 
-    print(f"report: {write_report(replay_dir, out / 'report.html')}", flush=True)
-    return 0 if not summary.malformed else 2
+    page = write_report(replay_dir, out / "report.html")
+    code = 0 if not summary.malformed else 2
+    if as_json:
+        import json
+
+        print(json.dumps({"out": str(out), "store": str(store), "replay": str(replay_dir), "report": str(page),
+                          "table": table, "replay_summary": summary.as_json(), "seconds": times, "exit_code": code},
+                         default=str), flush=True)
+    else:
+        print(f"report: {page}", flush=True)
+    return code
 
 
 def _read_replay(path: Path) -> dict[tuple[str, float], dict]:

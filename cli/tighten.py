@@ -30,6 +30,12 @@ from softrank.validated.errors import InputError
 DEFAULT_BUDGET = 120.0
 
 
+EPILOG = """--json prints one object: {"store", "out", "records", "tried" ((record, eps) pairs), "malformed",
+"errors" (one line each), "seconds", "table" (tighten.csv), "eps": [{"eps", "tried", "upper_lowered",
+"lower_raised", "resolved_before", "resolved_after", "median_U_over_L_after"} per tolerance],
+"exit_code"}."""
+
+
 def configure(parser) -> None:
     parser.add_argument("store", metavar="STORE", type=path_arg, help="a bracketed SoftRank store (from softrank bracket or run)")
     parser.add_argument("--out", required=True, metavar="STORE2", type=path_arg,
@@ -49,6 +55,8 @@ def configure(parser) -> None:
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="a running Dask scheduler whose workers see STORE and STORE2 at the same paths")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (keys below)")
+    parser.epilog = EPILOG
 
 
 def parse_budget(text: str) -> float:
@@ -141,15 +149,30 @@ def run(args) -> int:
     for line in errors:
         print(f"softrank tighten: error: {line}", file=sys.stderr)
     malformed = f", {len(errors)} malformed (not written)" if errors else ""
-    print(f"softrank tighten: {total} records, {len(rows)} (record, eps) tried in "
-          f"{time.perf_counter() - t0:.1f} s{malformed} -> {out} (table {out / 'tighten.csv'})")
+    seconds = time.perf_counter() - t0
+    per_eps = []
     for text in dict.fromkeys(r["eps"] for r in sorted(rows, key=lambda r: r["eps_value"])):
         sel = [r for r in rows if r["eps"] == text]
-        up = sum(r["upper_after"] != r["upper_before"] for r in sel)
-        lo = sum(r["lower_after"] != r["lower_before"] for r in sel)
-        res = sum(bool(r["resolved_after"]) for r in sel)
         ratio = [r["upper_after"] / r["lower_after"] for r in sel if r["upper_after"] is not None]
-        print(f"  eps {text}: {len(sel)} tried, upper lowered {up}, lower raised {lo}, resolved "
-              f"{sum(bool(r['resolved_before']) for r in sel)} -> {res}, median U/L after "
-              f"{statistics.median(ratio) if ratio else float('nan'):.2f}")
-    return 2 if errors else 0
+        per_eps.append({"eps": text, "tried": len(sel),
+                        "upper_lowered": sum(r["upper_after"] != r["upper_before"] for r in sel),
+                        "lower_raised": sum(r["lower_after"] != r["lower_before"] for r in sel),
+                        "resolved_before": sum(bool(r["resolved_before"]) for r in sel),
+                        "resolved_after": sum(bool(r["resolved_after"]) for r in sel),
+                        "median_U_over_L_after": statistics.median(ratio) if ratio else None})
+    code = 2 if errors else 0
+    if getattr(args, "json", False):
+        import json
+
+        print(json.dumps({"store": str(args.store), "out": str(out), "records": total, "tried": len(rows),
+                          "malformed": len(errors), "errors": errors, "seconds": seconds,
+                          "table": str(out / "tighten.csv"), "eps": per_eps, "exit_code": code}))
+        return code
+    print(f"softrank tighten: {total} records, {len(rows)} (record, eps) tried in "
+          f"{seconds:.1f} s{malformed} -> {out} (table {out / 'tighten.csv'})")
+    for e in per_eps:
+        ratio = float("nan") if e["median_U_over_L_after"] is None else e["median_U_over_L_after"]
+        print(f"  eps {e['eps']}: {e['tried']} tried, upper lowered {e['upper_lowered']}, lower raised "
+              f"{e['lower_raised']}, resolved {e['resolved_before']} -> {e['resolved_after']}, median U/L after "
+              f"{ratio:.2f}")
+    return code

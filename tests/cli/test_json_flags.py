@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from softrank.cli import COMMANDS, build_parser, main
+from softrank.cli import COMMANDS, EXIT_CODES, build_parser, main
 
 
 def _leaves(parser: argparse.ArgumentParser, path: list[str]):
@@ -35,6 +35,7 @@ def _commands():
 
 
 def test_every_command_prints_results_with_json_and_states_its_exit_codes():
+    assert set(EXIT_CODES) == set(COMMANDS)  # each command's own codes, not only the common ones
     seen = []
     for path, parser in _commands():
         text = " ".join(parser.format_help().split())  # the epilog is wrapped

@@ -25,8 +25,9 @@ written), "seconds"}."""
 
 def configure(parser) -> None:
     parser.add_argument("--model", required=True,
-                        help="minilm, smollm2, a local checkpoint folder / .gguf file, or a Hugging Face id "
-                             "already in the local cache (offline)")
+                        help="minilm, smollm2, a local checkpoint folder (save_pretrained) / .gguf file, or a Hugging "
+                             "Face id already in the local cache (offline); any model type whose attention goes "
+                             "through transformers' attention interface, and Bloom, Falcon")
     parser.add_argument("--out", required=True, metavar="STORE", type=path_arg, help="store folder (created if absent)")
     parser.add_argument("--sources", type=int, default=None,
                         help="number of passages (stdlib documentation) or images (vision models)")
@@ -89,6 +90,66 @@ def _texts(paths: list[str] | None):
 
     # a regular UTF-8 file of bounded size (a FIFO or /dev/zero would block or never end)
     return [(f"text:{Path(name).name}", read_text_file(name, "text-file")) for name in paths]
+
+
+# ---------------------------------------------------------------------------------------------
+# ``softrank run --model``: the user's model in the main job
+
+
+RUN_MODEL_OPERATORS = 64  # a `softrank run --model` panel: at most this many operators (as MiniLM's)
+
+
+def add_model_options(parser) -> None:
+    """``softrank run``'s options for running the main job on the user's model."""
+    parser.add_argument("--model", default=None, metavar="DIR_OR_NAME", type=value_arg,
+                        help="run on this model instead of the built-in panel: a local checkpoint folder "
+                             "(save_pretrained) or .gguf file, a Hugging Face id in the local cache, minilm or "
+                             f"smollm2 (offline); at most {RUN_MODEL_OPERATORS} operators, labelled by the model's name")
+    parser.add_argument("--texts", default=None, metavar="FILE", type=path_arg,
+                        help="with --model: the input texts, the paragraphs of FILE (separated by blank lines) "
+                             "(default: stdlib documentation passages)")
+    parser.add_argument("--layers", default=None, help="with --model: layers to use, e.g. 0,2,4-6 (default all)")
+    parser.add_argument("--heads", default=None, help="with --model: heads to use, e.g. 0-3 (default all)")
+
+
+def check_model_options(args) -> None:
+    if getattr(args, "model", None) is None:
+        for name in ("texts", "layers", "heads"):
+            if getattr(args, name, None) is not None:
+                from softrank.validated.errors import InputError
+
+                raise InputError("arguments", name, f"--{name} applies to --model only")
+
+
+def read_texts(path: str) -> list[tuple[str, str]]:
+    """The paragraphs of a text file (separated by blank lines) as (source id, text) pairs."""
+    import re
+
+    from softrank.cli.common import read_text_file
+    from softrank.validated.errors import InputError
+
+    text = read_text_file(path, "texts")
+    parts = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+    if not parts:
+        raise InputError(path, "texts", "empty text: nothing to run the model on")
+    name = Path(path).name
+    return [(f"text:{name}#{i}" if len(parts) > 1 else f"text:{name}", p) for i, p in enumerate(parts)]
+
+
+def extract_model(args, store, console, progress: bool) -> list[str]:
+    """Step 1 of ``softrank run --model``: the user's model into ``store``."""
+    from softrank.fastpath.capture.extract import extract_to_store
+    from softrank.fastpath.capture.labels import model_label
+
+    label = model_label(args.model)
+    options = {"texts": read_texts(args.texts) if args.texts is not None else None,
+               "layers": parse_int_list(args.layers, "layers", minimum=None),
+               "heads": parse_int_list(args.heads, "heads", minimum=None),
+               "max_operators": RUN_MODEL_OPERATORS, "device": check_device(args.device)}
+    with one_line_warnings("run"), progress_report(progress, f"extract {label}") as report:
+        ids = extract_to_store(args.model, store, progress=report, **{k: v for k, v in options.items() if v is not None})
+    console.print(f"[bold]extract[/]: {len(ids)} operators from {label}")
+    return ids
 
 
 def run(args) -> int:

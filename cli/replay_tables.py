@@ -14,6 +14,7 @@ from fractions import Fraction
 
 import pyarrow as pa
 
+from softrank.fastpath.capture.labels import record_label
 from softrank.fastpath.store.replay_table import eps_fraction  # noqa: F401  (the tables' eps text, for their readers)
 from softrank.replay.engine import RecordResult
 from softrank.validated.balls import float_at_least
@@ -83,7 +84,7 @@ def _base(record) -> dict:
     prov = record.provenance
     m, n = record.shape
     return {"record_id": record.record_id, "status": "ok", "error": "", "model": str(prov.get("model", "")),
-            "family": str(prov.get("family", "")), "attention": _text(prov.get("attention")),
+            "family": record_label(prov), "attention": _text(prov.get("attention")),
             "source_id": _text(prov.get("source_id")), "layer": _int64(prov.get("layer")),
             "head": _int64(prov.get("head")), "block_width": _positive(prov.get("block_width")),
             "positions": _positions(prov.get("positions")), "m": m, "N": n}

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from softrank.cli.common import check_device, output_dir, path_arg, value_arg
-from softrank.cli.extract import progress_report
+from softrank.cli.extract import add_model_options, check_model_options, extract_model, progress_report
 from softrank.fastpath.store.files import write_csv, write_json
 from softrank.validated.errors import InputError
 
@@ -49,6 +49,7 @@ def configure(parser) -> None:
     parser.add_argument("--reuse", action="store_true",
                         help="reuse OUT/store's extracted records if present (skip extraction)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_model_options(parser)  # --model DIR_OR_NAME [--texts FILE] [--layers ...] [--heads ...]
     parser.add_argument("--json", action="store_true", help="print one JSON object (keys below)")
     parser.epilog = EPILOG
 
@@ -74,7 +75,8 @@ def _check_arguments(args) -> list:
         if n is not None and n < 0:
             raise InputError("arguments", name, f"must be a non-negative integer, got {n}")
         check_count(n, name, minimum=0, maximum=10_000_000)
-    if all(getattr(args, name) == 0 for name in MODELS):
+    check_model_options(args)
+    if all(getattr(args, name) == 0 for name in MODELS) and args.model is None:
         raise InputError("arguments", "minilm", "--minilm 0 and --smollm2 0 leave nothing to run")
     return parse_tolerances(args.eps)
 
@@ -87,6 +89,9 @@ def _extract(args, store: Path, console, progress: bool) -> None:
         return
     if have:
         raise InputError(str(store), "store", "already holds records; remove it, choose another --out, or pass --reuse")
+    if args.model is not None:  # the user's model instead of the built-in panel
+        extract_model(args, store, console, progress)
+        return
     extract_to_store = _extraction_api()
     for name in MODELS:
         n = getattr(args, name)

@@ -24,6 +24,7 @@ from pathlib import Path
 from softrank.fastpath.bracket.matrix import (ALL_CONSTRUCTIONS, DEFAULT_EPS, EpsBracket, Timer,
                                        bracket_matrix, resolved)
 from softrank.exact.rational import parse_rational
+from softrank.fastpath.capture.labels import record_label
 from softrank.fastpath.store.files import write_csv
 from softrank.fastpath.store.writer import RecordWriter, exact_text, recover_store, write_index
 from softrank.replay.reader import read_record, record_entries
@@ -61,7 +62,7 @@ def summary_row(record, b: EpsBracket, timer: Timer, seconds: float, exact=None)
     prov = record.provenance
     m, n = record.shape
     row = {"record_id": record.record_id, "model": str(prov.get("model", "")),
-           "family": str(prov.get("family", "")), "layer": prov.get("layer"), "head": prov.get("head"),
+           "family": record_label(prov), "layer": prov.get("layer"), "head": prov.get("head"),
            "m": m, "N": n, "eps": b.eps, "eps_text": eps_text(b.eps if exact is None else exact),
            "lower": b.lower, "upper": b.upper,
            "lower_kind": "+".join(c.kind for c in b.certificates),

@@ -64,6 +64,7 @@ def _options(model_name: str | None, given: dict[str, Any]) -> dict[str, Any]:
     opts = dict(GENERAL_DEFAULTS)
     opts.update(DEFAULT_PANELS.get(model_name or "", {}))
     opts.update({k: v for k, v in given.items() if v is not None})
+    opts["tokens_given"] = given.get("tokens") is not None
     return opts
 
 
@@ -172,9 +173,11 @@ def _text_sources(opts):
     return out
 
 
-def _widths(lm, opts, tokens: int) -> list[int]:
-    """Block widths for causal models (default: those of ``BLOCK_WIDTHS`` the pass fits), none
-    otherwise; the pass length is checked against the model's positions and the widths."""
+def _widths(lm, opts, tokens: int, passages=None) -> list[int]:
+    """Block widths for causal models (default: those of ``BLOCK_WIDTHS`` the pass fits; with
+    given texts, the pass is the shortest text's tokens, and when none of ``BLOCK_WIDTHS`` fits
+    it, the widest block it allows, N = (P + 1) // 2), none otherwise; the pass length is checked
+    against the model's positions and the widths."""
     from softrank.fastpath.capture.operators import BLOCK_WIDTHS
 
     max_pos = lm.max_positions
@@ -186,6 +189,10 @@ def _widths(lm, opts, tokens: int) -> list[int]:
                                                     f"an {lm.kind} model (its operators are whole passes)")
         return []
     widths = opts.get("widths")
+    if widths is None and passages:
+        shortest = min(len(lm.encode_text(p.text, tokens)) for p in passages)
+        widths = [w for w in BLOCK_WIDTHS if 2 * w - 1 <= shortest] or ([(shortest + 1) // 2] if shortest else None)
+        tokens = min(tokens, shortest) if shortest else tokens
     if widths is None:
         widths = [w for w in BLOCK_WIDTHS if 2 * w - 1 <= tokens]
         if not widths:
@@ -233,7 +240,9 @@ def _plan(lm, opts, passages) -> dict[str, Any]:
     layers = _check_range(opts.get("layers"), lm.num_layers, "layers")
     heads = _check_range(opts.get("heads"), lm.num_heads, "heads")
     tokens = int(opts["tokens"])
-    widths = _widths(lm, opts, tokens)
+    if not opts.get("tokens_given") and lm.max_positions is not None and lm.kind != "vision":
+        tokens = min(tokens, lm.max_positions)  # the default pass fits a small model's positions
+    widths = _widths(lm, opts, tokens, passages if lm.kind in ("decoder", "seq2seq") else None)
     sources = _sources(lm, opts, passages)
     per_pair = {"encoder": 1, "vision": 1, "blip2": 1, "decoder": len(widths), "seq2seq": 2 + len(widths)}[lm.kind]
     max_ops = opts.get("max_operators")

@@ -293,13 +293,29 @@ def _load_weights(name: str, folder: Path, kind: str, config, gguf_source: bool,
         "vision": transformers.AutoModel,
         "blip2": transformers.AutoModel,
     }
+    loader = _saved_class(config) if not gguf_source else None
     try:
-        model = loaders[kind].from_pretrained(str(folder), config=config, dtype=torch.float32,
-                                              attn_implementation="eager", **kwargs)
+        model = (loader or loaders[kind]).from_pretrained(str(folder), config=config, dtype=torch.float32,
+                                                          attn_implementation="eager", **kwargs)
     except Exception as err:  # noqa: BLE001  (corrupt or incomplete weights raise many types)
         first = (str(err).splitlines() or [type(err).__name__])[0]
         raise InputError(name, "model", f"cannot load the checkpoint: {type(err).__name__}: {first}")
     return model.eval()
+
+
+def _saved_class(config):
+    """The class the checkpoint was saved from (``config.architectures``), when transformers has it:
+    its weights load without unexpected or missing keys."""
+    import transformers
+
+    saved = (getattr(config, "architectures", None) or [None])[0]
+    if not isinstance(saved, str):
+        return None
+    try:
+        cls = getattr(transformers, saved, None)
+    except Exception:  # noqa: BLE001  (a lazy import that fails: fall back to the Auto class)
+        return None
+    return cls if isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel) else None
 
 
 def _tokenizer(folder: Path, kind: str, gguf: str | None, kwargs: dict):

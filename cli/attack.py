@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
-from softrank.cli.common import check_count, check_not_input, max_jobs, output_dir, path_arg, progress, store_records
+from softrank.cli.args import check_count, max_jobs, path_arg
+from softrank.cli.paths import check_not_input, output_dir, store_records
+from softrank.cli.progress import progress
+from softrank.fastpath.runner import RecordsJob
 from softrank.validated.errors import InputError
 
 MAX_RESTARTS = 10_000  # restarts per lower end (default 8)
@@ -25,7 +27,8 @@ def configure(parser) -> None:
     parser.add_argument("store", type=path_arg, help="store folder (records/ + index.csv)")
     parser.add_argument("--out", default=None, type=path_arg, help="output folder (default: STORE/attack)")
     parser.add_argument("--restarts", type=int, default=8, help="alternating-l1 restarts per lower end (default 8)")
-    parser.add_argument("--jobs", type=int, default=1, help="records attacked in parallel (processes, >= 1)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="records attacked in parallel (>= 1; above 1: a local dask cluster of N processes)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -58,18 +61,12 @@ def run(args) -> int:
     check_not_input(out, inside=[store_records(args.store)], equal=[(args.store, f"the input store {args.store}")],
                     writes=("attack.csv", "attack.json"))
     out = output_dir(out)
-    rows, errors = [], []
-    tasks = [(f, restarts) for f in folders]
-    with progress(not args.no_progress and sys.stderr.isatty(), len(tasks), "attack") as update:
-        pool = ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else None
-        results = pool.map(_attack_folder, tasks) if pool else map(_attack_folder, tasks)
-        for i, (r_rows, error) in enumerate(results):
-            rows.extend(r_rows)
-            if error:
-                errors.append(error)
-            update(i + 1)
-        if pool:
-            pool.shutdown()
+    job = RecordsJob(folders)
+    with progress(not args.no_progress and sys.stderr.isatty(), job.total, "attack") as update:
+        payloads = job.run(_attack_folder, lambda f: (f, restarts), jobs=jobs, progress=lambda done, _: update(done))
+    results = [payloads[name] for name in job.names()]  # in store order
+    rows = [row for r_rows, _ in results for row in r_rows]
+    errors = [error for _, error in results if error]
     write_csv(out / "attack.csv", rows, fields=list(rows[0]) if rows else ["record_id"])
     write_json(out / "attack.json", rows)
     summary = {"records": len(folders), "malformed": len(errors), "lower_ends": len(rows),

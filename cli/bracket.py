@@ -13,7 +13,7 @@ validated replay checks exactly 3/20.  ``bracket.csv`` prints ``eps`` as that te
 ``eps_value`` as the binary64 number.
 
 Records are independent.  With ``--jobs 1`` and no ``--scheduler`` they are bracketed in this
-process; otherwise on dask.distributed (``softrank.cli.common.parallel_map``): a local cluster of
+process; otherwise on dask.distributed (``softrank.fastpath.runner``): a local cluster of
 ``--jobs`` one-thread worker processes, or the running scheduler at ``--scheduler ADDRESS`` (its
 workers must see STORE and OUT at the same paths).  Every record is bracketed with one BLAS thread.
 
@@ -30,25 +30,16 @@ journaled hash too); the store, eps, mode and version must match the journal's.
 
 from __future__ import annotations
 
-import os
 import statistics
 import sys
 import time
-from fractions import Fraction
-from pathlib import Path
-from typing import Callable
 
-from softrank import __version__
-from softrank.cli.common import Journal, check_count, check_not_input, max_jobs, output_dir, parallel_map, parse_tolerances
-from softrank.cli.common import path_arg, store_records
-from softrank.cli.common import progress as progress_bar
-from softrank.fastpath.store.files import write_json
-from softrank.validated.errors import InputError
+from softrank.cli.args import check_count, max_jobs, parse_tolerances, path_arg
+from softrank.cli.paths import check_not_input, store_records
+from softrank.cli.progress import progress as progress_bar
+from softrank.fastpath.bracket.matrix import DEFAULT_EPS
 
-DEFAULT_EPS = "0.15,0.25,0.35"
-JOURNAL = ".partial"
-MANIFEST = "bracket-manifest.json"
-OUTPUTS = ("records", "index.csv", "bracket.csv", MANIFEST, JOURNAL)  # what a run writes into OUT
+DEFAULT_EPS_TEXT = "0.15,0.25,0.35"
 
 
 EPILOG = """--json prints one object: {"store", "out", "records", "resumed" (from the journal), "malformed",
@@ -59,9 +50,9 @@ resolved by the results table's criterion], "exit_code"}."""
 
 def configure(parser) -> None:
     parser.add_argument("store", metavar="STORE", type=path_arg, help="a SoftRank store (e.g. from softrank extract)")
-    parser.add_argument("--eps", default=DEFAULT_EPS,
+    parser.add_argument("--eps", default=DEFAULT_EPS_TEXT,
                         help="tolerances, comma separated, each an exact rational: 0.15, 3/20 or 1.5e-1 "
-                             f"(default {DEFAULT_EPS})")
+                             f"(default {DEFAULT_EPS_TEXT})")
     parser.add_argument("--jobs", type=int, default=2,
                         help="records bracketed in parallel (default 2; above 1: a local dask cluster of N processes)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
@@ -78,122 +69,26 @@ def configure(parser) -> None:
     parser.epilog = EPILOG
 
 
-class BracketJob:
-    """One bracketing of STORE into OUT (default: in place): the records to do, the journal,
-    and the final tables."""
+def bracket_job(store, out=None, *, eps_list=DEFAULT_EPS, mode: str = "fast", resume: bool = False):
+    """The ``BracketJob`` of STORE into OUT, after checking that OUT is no input of the run."""
+    import os
 
-    def __init__(self, store, out=None, *, eps_list=(Fraction(3, 20), Fraction(1, 4), Fraction(7, 20)),
-                 mode: str = "fast", resume: bool = False):
-        from softrank.fastpath.bracket.store import eps_text, recover_store, start_run, tolerances
-        from softrank.replay.reader import record_entries
+    from softrank.fastpath.bracket.store import OUTPUTS, BracketJob
 
-        self.store, self.mode = Path(store), mode
-        self.eps = sorted(tolerances(eps_list).values())
-        if out is not None and os.path.realpath(out) != os.path.realpath(store):  # STORE2 = STORE: in place
-            # never STORE/records (or a folder in it), nor a STORE2 whose records/ or tables would be STORE's
-            check_not_input(out, inside=[store_records(store)], writes=OUTPUTS)
-        recover_store(self.store)  # a record a killed writer left in .old-ID-* is put back first
-        # InputError if STORE is not a store; an entry that is not a folder is a malformed record (one line)
-        self.folders = [str(f) for f in record_entries(self.store)]
-        if not self.folders:  # before OUT is touched: an empty run would replace OUT's tables
-            raise InputError(str(store), "records", "no records in this store (nothing to bracket; "
-                                                    "nothing was written)")
-        self.out = output_dir(out) if out is not None else self.store
-        self.in_place = self.out.resolve() == self.store.resolve()
-        params = {"store": str(self.store.resolve()), "eps": [eps_text(e) for e in self.eps], "mode": mode,
-                  "softrank_version": __version__}
-        self.journal = Journal(self.out / JOURNAL, params, resume=resume)  # other parameters: InputError
-        start_run(self.out)  # from here on nothing in OUT looks complete
-        self.done = self._finished() if resume else {}
-        self.errors: list[str] = []  # one line per malformed record (not bracketed; exit code 2)
-
-    @property
-    def total(self) -> int:
-        return len(self.folders)
-
-    @property
-    def resumed(self) -> int:
-        return len(self.done)
-
-    def _finished(self) -> dict[str, dict]:
-        """Journal entries of records still in the store whose written record is unchanged (and,
-        with ``--out``, whose source is unchanged too)."""
-        from softrank.fastpath.bracket.store import file_sha256
-
-        by_name = {Path(f).name: Path(f) for f in self.folders}
-        done = {}
-        for name, p in self.journal.entries().items():
-            if name not in by_name or not isinstance(p, dict) or not isinstance(p.get("rows"), list):
-                continue
-            if p.get("written_sha256") != file_sha256(self.out / "records" / name / "record.json"):
-                continue
-            if not self.in_place and p.get("source_sha256") != file_sha256(by_name[name] / "record.json"):
-                continue
-            done[name] = p
-        return done
-
-    def execute(self, *, jobs: int = 1, scheduler: str | None = None,
-                progress: Callable[[int, int], None] | None = None) -> list[dict]:
-        """Bracket the records not yet done (journaling each as it is written), then write the
-        tables; returns the rows (store order, then eps)."""
-        from softrank.fastpath.bracket.store import bracket_task
-
-        payloads = dict(self.done)
-        for f in self.folders:  # a FIFO or device as record.json: reported here, never opened by a worker
-            error = _special_manifest(f)
-            if error and Path(f).name not in payloads:
-                payloads[Path(f).name] = {"record_id": Path(f).name, "rows": [], "error": error,
-                                          "source_sha256": "", "written_sha256": ""}
-        todo = [f for f in self.folders if Path(f).name not in payloads]
-        tasks = [(f, str(self.out), tuple(self.eps), self.mode) for f in todo]
-        for i, payload in parallel_map(bracket_task, tasks, jobs=jobs, scheduler=scheduler):
-            name = Path(todo[i]).name  # a malformed record is not journaled: a resumed run tries it again
-            payloads[name] = payload if payload.get("error") else self.journal.add(name, payload)
-            if progress:
-                progress(len(payloads), self.total)
-        return self._finish(payloads)
-
-    def _finish(self, payloads: dict[str, dict]) -> list[dict]:
-        """``index.csv``, ``bracket.csv``, then the manifest, then the journal is removed."""
-        from softrank.fastpath.bracket.store import eps_text, file_sha256, write_tables
-
-        rows = [row for folder in self.folders for row in payloads[Path(folder).name]["rows"]]
-        self.errors = [payloads[Path(f).name]["error"] for f in self.folders if payloads[Path(f).name].get("error")]
-        table = write_tables(self.out, rows)
-        write_json(self.out / MANIFEST, {
-            "complete": True, "command": "softrank bracket", "softrank_version": __version__,
-            "store": str(self.store.resolve()), "out": str(self.out.resolve()),
-            "eps": [eps_text(e) for e in self.eps], "mode": self.mode, "records": self.total,
-            "rows": len(rows), "resumed": self.resumed, "malformed": self.errors,
-            "sha256": {"bracket.csv": file_sha256(table), "index.csv": file_sha256(self.out / "index.csv")}})
-        self.journal.remove()
-        return sorted(rows, key=lambda r: (r["record_id"], r["eps"]))
+    if out is not None and os.path.realpath(out) != os.path.realpath(store):  # STORE2 = STORE: in place
+        # never STORE/records (or a folder in it), nor a STORE2 whose records/ or tables would be STORE's
+        check_not_input(out, inside=[store_records(store)], writes=OUTPUTS)
+    return BracketJob(store, out, eps_list=eps_list, mode=mode, resume=resume)
 
 
-def _special_manifest(folder: str) -> str | None:
-    """The reader's one-line error when FOLDER/record.json exists but is not a regular file (a
-    FIFO, a device, a folder): hashing it before reading would block or never end."""
-    from softrank.cli.common import special_manifest
-    from softrank.replay.reader import read_record
-
-    if not special_manifest(folder):  # a regular file, or one the reader reports at once in the worker
-        return None
-    try:
-        read_record(folder)
-    except InputError as err:
-        return err.one_line()
-    return f"{folder}: field 'record.json' not a regular file"
-
-
-def run_bracket(store, out=None, eps_list=(Fraction(3, 20), Fraction(1, 4), Fraction(7, 20)), jobs: int = 2,
-                mode: str = "fast", progress: bool = True, label: str = "bracket", scheduler: str | None = None,
-                resume: bool = False) -> list[dict]:
+def run_bracket(store, out=None, eps_list=DEFAULT_EPS, jobs: int = 2, mode: str = "fast", progress: bool = True,
+                label: str = "bracket", scheduler: str | None = None, resume: bool = False) -> list[dict]:
     """Bracket a store with a progress bar (``BracketJob``); returns the summary rows."""
-    job = BracketJob(store, out, eps_list=eps_list, mode=mode, resume=resume)
+    job = bracket_job(store, out, eps_list=eps_list, mode=mode, resume=resume)
     return _execute(job, jobs, scheduler, progress, label)
 
 
-def _execute(job: BracketJob, jobs: int, scheduler, progress: bool, label: str) -> list[dict]:
+def _execute(job, jobs: int, scheduler, progress: bool, label: str) -> list[dict]:
     try:
         with progress_bar(progress, job.total, label, start=job.resumed) as update:
             return job.execute(jobs=jobs, scheduler=scheduler, progress=lambda done, _total: update(done))
@@ -207,7 +102,7 @@ def run(args) -> int:
     jobs = check_count(args.jobs, "jobs", maximum=max_jobs())
     eps_list = parse_tolerances(args.eps)
     t0 = time.perf_counter()
-    job = BracketJob(args.store, args.out, eps_list=eps_list, mode=args.mode, resume=getattr(args, "resume", False))
+    job = bracket_job(args.store, args.out, eps_list=eps_list, mode=args.mode, resume=getattr(args, "resume", False))
     rows = _execute(job, jobs, getattr(args, "scheduler", None), not args.no_progress, "bracket")
     elapsed = time.perf_counter() - t0
     resumed = f" ({job.resumed} from the journal)" if job.resumed else ""

@@ -12,7 +12,7 @@ closed_share, as in softrank report), "exit_code"}."""
 
 
 def configure(parser) -> None:
-    from softrank.cli.common import path_arg
+    from softrank.cli.args import path_arg
 
     parser.add_argument("--out", default="softrank-demo", type=path_arg, help="output folder (store/ and replay/ inside)")
     parser.add_argument("--operators", type=int, default=8, help=f"number of synthetic operators (1 to {MAX_OPERATORS})")
@@ -23,7 +23,8 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    from softrank.cli.common import check_count, output_dir
+    from softrank.cli.args import check_count
+    from softrank.cli.paths import output_dir
     from softrank.cli.replay import replay_store
     from softrank.fastpath.store.demo import DEMO_STYLE, build_demo_store
 

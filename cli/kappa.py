@@ -25,8 +25,9 @@ import sys
 
 import numpy as np
 
-from softrank.cli.common import (RECORD_FAILURES, json_text, max_or_none, median_or_none, parse_int_list, path_arg,
-                                 record_failure, shown_number, theorem_records)
+from softrank.cli.args import parse_int_list, path_arg
+from softrank.cli.summaries import json_text, max_or_none, median_or_none, shown_number
+from softrank.cli.theorem import RECORD_FAILURES, record_failure, theorem_records
 
 
 def configure(parser) -> None:

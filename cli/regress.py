@@ -30,10 +30,11 @@ import json
 
 import pyarrow as pa
 
-from softrank.cli.common import check_count
+from softrank.cli.args import check_count
 from softrank.cli.tables import write_table
-from softrank.cli.common import check_not_input, output_dir, output_file, path_arg, replay_tables
-from softrank.cli.replay_tables import eps_fraction
+from softrank.cli.args import path_arg
+from softrank.cli.paths import check_not_input, output_dir, output_file, replay_tables
+from softrank.fastpath.store.replay_table import eps_fraction
 from softrank.fastpath.store.replay_table import check_table_rows, read_replay_table
 from softrank.validated.errors import InputError
 
@@ -277,7 +278,7 @@ def baseline(replay_rows: list[dict], verdict_rows: list[dict]) -> dict:
 
 def load_baseline(path) -> dict:
     """A baseline from a replay folder or a baseline JSON."""
-    from softrank.cli.common import load_json_text, read_text_file
+    from softrank.cli.paths import load_json_text, read_text_file
 
     path = Path(path)
     if path.is_dir():

@@ -15,7 +15,7 @@ Exit codes: 0; 1 when an outcome named in ``--fail-on`` occurred; 2 on a malform
 others are still replayed and written); 3 on a contradiction.
 
 Records are independent.  With ``--jobs 1`` and no ``--scheduler`` they are replayed in this
-process; otherwise on dask.distributed (``softrank.cli.common.parallel_map``): ``--jobs N`` starts a
+process; otherwise on dask.distributed (``softrank.fastpath.runner``): ``--jobs N`` starts a
 local cluster of N worker processes, ``--scheduler ADDRESS`` uses a running one (its workers must
 see STORE at the same path), ``--scheduler local`` forces a local cluster.  The tables are the same
 in every case (store order).
@@ -41,11 +41,14 @@ from pathlib import Path
 from typing import Callable
 
 from softrank import __version__
-from softrank.cli.common import Journal, check_count, max_jobs, output_dir, parallel_map, parse_int_list, progress as progress_bar
-from softrank.cli.common import check_not_input, path_arg, store_records
+from softrank.cli.args import check_count, max_jobs, parse_int_list, path_arg
+from softrank.cli.paths import check_not_input, output_dir, store_records
+from softrank.cli.progress import progress as progress_bar
 from softrank.cli.replay_tables import DEFAULT_BUDGETS, REPLAY_COLUMNS, VERDICT_COLUMNS, result_rows
 from softrank.cli.tables import write_table
+from softrank.fastpath.runner import Journal, RecordsJob
 from softrank.fastpath.store.files import write_json
+from softrank.fastpath.store.replay_table import REPLAY_FILES
 from softrank.replay.engine import RecordResult, replay_record
 from softrank.replay.reader import read_record, record_entries
 from softrank.validated.errors import InputError
@@ -53,7 +56,7 @@ from softrank.validated.outcome import Outcome
 
 FAIL_ON = ("refuted", "unresolved", "malformed", "contradiction")
 JOURNAL = ".partial"
-OUTPUTS = ("manifest.json", "replay.parquet", "replay.csv", "verdicts.parquet", "verdicts.csv")
+OUTPUTS = REPLAY_FILES  # the manifest first
 
 
 def configure(parser) -> None:
@@ -226,15 +229,16 @@ def _replay_folder(args: tuple[str, bool, tuple[int, ...]]) -> dict:
     return dict(record_counts(result), fingerprint=fingerprint, rows=rows, verdicts=verdicts, malformed=False)
 
 
-class ReplayJob:
-    """One replay of STORE into OUT: the records to do, the journal, and the final tables."""
+class ReplayJob(RecordsJob):
+    """One replay of STORE into OUT: the records to do, the journal, and the final tables (kept
+    in ``rows`` and ``verdicts`` after ``execute``)."""
 
     def __init__(self, store, out, *, strict: bool = False, budgets: tuple[int, ...] = DEFAULT_BUDGETS,
                  resume: bool = False):
         self.store, self.strict, self.budgets = store, bool(strict), tuple(budgets)
         # entries that are not folders are replayed too: each is then a malformed record on one line
-        self.folders = [str(f) for f in record_entries(store)]
-        if not self.folders:  # before OUT is touched: an empty run would replace OUT's tables
+        folders = record_entries(store)
+        if not folders:  # before OUT is touched: an empty run would replace OUT's tables
             raise InputError(str(store), "records", "no records in this store (nothing to replay; nothing was written)")
         # never the store itself, nor its records/ (that would add a record), nor an OUT that would hold it
         check_not_input(out, inside=[store_records(store)], equal=[(store, f"the input store {store}")],
@@ -244,43 +248,26 @@ class ReplayJob:
             (self.out / name).unlink(missing_ok=True)
         params = {"store": str(Path(store).resolve()), "strict": self.strict, "budgets": list(self.budgets),
                   "softrank_version": __version__}
-        self.journal = Journal(self.out / JOURNAL, params, resume=resume)
-        self.done = self._finished() if resume else {}
-
-    @property
-    def total(self) -> int:
-        return len(self.folders)
-
-    @property
-    def resumed(self) -> int:
-        return len(self.done)
-
-    def _finished(self) -> dict[str, dict]:
-        """Journal entries of records still in the store, unchanged since they were replayed."""
-        by_name = {Path(f).name: f for f in self.folders}
-        return {name: p for name, p in self.journal.entries().items()
-                if name in by_name and isinstance(p, dict) and p.get("fingerprint") == _fingerprint(by_name[name])}
+        super().__init__(folders, Journal(self.out / JOURNAL, params, resume=resume))
+        if resume:  # records still in the store, unchanged since they were replayed
+            by_name = dict(zip(self.names(), self.folders))
+            self.resume_from(lambda name, p: p.get("fingerprint") == _fingerprint(by_name[name]))
+        self.rows: list[dict] = []
+        self.verdicts: list[dict] = []
 
     def execute(self, *, jobs: int = 1, scheduler: str | None = None,
                 progress: Callable[[int, int], None] | None = None) -> ReplaySummary:
         """Replay the records not yet done (journaling each as it finishes), then write the tables."""
-        todo = [f for f in self.folders if Path(f).name not in self.done]
-        payloads = dict(self.done)
-        tasks = [(f, self.strict, self.budgets) for f in todo]
-        for i, payload in parallel_map(_replay_folder, tasks, jobs=jobs, scheduler=scheduler):
-            name = Path(todo[i]).name
-            payloads[name] = self.journal.add(name, payload)
-            if progress:
-                progress(len(payloads), self.total)
+        payloads = self.run(_replay_folder, lambda f: (f, self.strict, self.budgets), jobs=jobs, scheduler=scheduler,
+                            progress=progress)
         return self._finish(payloads)
 
     def _finish(self, payloads: dict[str, dict]) -> ReplaySummary:
         """The tables in store order, then the manifest, then the journal is removed."""
         summary = ReplaySummary(records=self.total, resumed=self.resumed)
-        rows: list[dict] = []
-        verdicts: list[dict] = []
-        for folder in self.folders:
-            payload = payloads[Path(folder).name]
+        rows, verdicts = self.rows, self.verdicts
+        for name in self.names():
+            payload = payloads[name]
             rows.extend(payload["rows"])
             verdicts.extend(payload["verdicts"])
             summary.merge(payload)

@@ -1,63 +1,26 @@
 """The replay's tables: one typed row per (record, eps) and one per (record, eps, budget k),
-built from the engine's typed results (``softrank.replay.engine``); nothing is decided here.
+built from the engine's typed results (``softrank.replay.engine``); nothing is decided here.  Their
+schema is ``softrank.fastpath.store.replay_table`` (with the reader of the tables).
 
 Numbers that are bounds never overstate: ``upper_bound`` is the proved bound on
 ``||A - X Y^T||_inf`` as a decimal rounded up, ``chi_upper`` a binary64 number >= the proved bound
 on ``||A - A_hat||_inf``.  ``eps`` is printed exactly: a tolerance written as text (``"0.1"``,
 ``"3/20"``) is that rational and prints as written; one written as a JSON number is a binary64
-number and prints ``binary64(0.1)`` unless its shortest text is already exact (``0.25``).
+number and prints ``binary64(0.1)`` unless its shortest text is already exact (``0.25``)
+(``Tolerance.stored``).
 """
 
 from __future__ import annotations
 
-from fractions import Fraction
-
-import pyarrow as pa
-
+from softrank.exact.tolerance import Tolerance
 from softrank.fastpath.capture.labels import record_label
-from softrank.fastpath.store.replay_table import eps_fraction  # noqa: F401  (the tables' eps text, for their readers)
+from softrank.fastpath.store.replay_table import REPLAY_COLUMNS, VERDICT_COLUMNS  # noqa: F401  (the schema, re-exported)
+from softrank.fastpath.store.replay_table import eps_fraction  # noqa: F401  (for the report's readers)
 from softrank.replay.engine import RecordResult
 from softrank.validated.balls import float_at_least
 
 DEFAULT_BUDGETS = (8, 16, 32)
 INT64_MAX = 2**63 - 1
-
-LOWER_OUTCOME = pa.struct([("kind", pa.string()), ("claimed", pa.int64()), ("outcome", pa.string()),
-                           ("route", pa.string()), ("value", pa.string()), ("lemma", pa.string()),
-                           ("reason", pa.string())])
-REPLAY_COLUMNS = [
-    ("record_id", pa.string()), ("status", pa.string()), ("error", pa.string()),
-    ("model", pa.string()), ("family", pa.string()), ("attention", pa.string()), ("source_id", pa.string()),
-    ("layer", pa.int64()), ("head", pa.int64()), ("block_width", pa.int64()), ("positions", pa.list_(pa.int64())),
-    ("m", pa.int64()), ("N", pa.int64()), ("eps", pa.string()), ("eps_value", pa.float64()),
-    ("float64_lower", pa.int64()), ("float64_upper", pa.int64()),
-    ("validated_lower", pa.int64()), ("validated_upper", pa.int64()),
-    ("chi_upper", pa.float64()),
-    ("upper_rank", pa.int64()), ("upper_construction", pa.string()), ("upper_outcome", pa.string()),
-    ("upper_route", pa.string()), ("upper_bound", pa.string()), ("upper_lemma", pa.string()),
-    ("upper_reason", pa.string()),
-    ("lower_kind", pa.string()), ("lower_outcomes", pa.list_(LOWER_OUTCOME)),
-    ("assumptions", pa.list_(pa.string())), ("seconds", pa.float64()),
-]
-VERDICT_COLUMNS = [
-    ("record_id", pa.string()), ("family", pa.string()), ("block_width", pa.int64()), ("eps", pa.string()),
-    ("k", pa.int64()), ("float64_verdict", pa.string()), ("validated_verdict", pa.string()),
-]
-
-
-def eps_text(eps: Fraction, written: str) -> str:
-    """Exact text of a tolerance (see the module docstring)."""
-    try:
-        if Fraction(written) == eps:
-            return written
-    except (ValueError, ZeroDivisionError):
-        pass
-    try:
-        if Fraction(float(written)) == eps:
-            return f"binary64({written})"
-    except (ValueError, OverflowError):
-        pass
-    return f"{eps.numerator}/{eps.denominator}"
 
 
 def _int64(v):
@@ -98,7 +61,7 @@ def result_rows(result: RecordResult, seconds: float,
     chi = None if result.chi is None else float_at_least(result.chi)
     rows, verdicts = [], []
     for tol, t in zip(record.tolerances, result.tolerances):
-        eps = eps_text(t.eps, t.eps_text)
+        eps = Tolerance.stored(t.eps, t.eps_text).text
         row = dict(base, eps=eps, eps_value=float(t.eps), float64_lower=tol.float64_lower,
                    float64_upper=tol.float64_upper, chi_upper=chi, seconds=seconds,
                    validated_lower=t.validated_lower, validated_upper=t.validated_upper, lower_kind=t.lower_kind,

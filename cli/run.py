@@ -15,13 +15,14 @@ passages selected by seed 0) it
 
 from __future__ import annotations
 
-import csv
 import statistics
 import time
 from pathlib import Path
 
-from softrank.cli.common import check_device, output_dir, path_arg, value_arg
-from softrank.cli.extract import add_model_options, check_model_options, extract_model, progress_report
+from softrank.cli.args import check_count, check_device, max_jobs, parse_tolerances, path_arg, value_arg
+from softrank.cli.extract import progress_report
+from softrank.cli.paths import output_dir
+from softrank.exact.tolerance import Tolerance
 from softrank.fastpath.store.files import write_csv, write_json
 from softrank.validated.errors import InputError
 
@@ -49,7 +50,6 @@ def configure(parser) -> None:
     parser.add_argument("--reuse", action="store_true",
                         help="reuse OUT/store's extracted records if present (skip extraction)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    add_model_options(parser)  # --model DIR_OR_NAME [--texts FILE] [--layers ...] [--heads ...]
     parser.add_argument("--json", action="store_true", help="print one JSON object (keys below)")
     parser.epilog = EPILOG
 
@@ -63,10 +63,8 @@ def _extraction_api():
     return extract_to_store
 
 
-def _check_arguments(args) -> list:
-    """The exact tolerances (``softrank.cli.common.parse_tolerances``), after the other checks."""
-    from softrank.cli.common import check_count, max_jobs, parse_tolerances
-
+def _check_arguments(args) -> list[Tolerance]:
+    """The tolerances (``softrank.cli.args.parse_tolerances``), after the other checks."""
     if args.jobs < 1:
         raise InputError("arguments", "jobs", f"must be a positive integer, got {args.jobs}")
     check_count(args.jobs, "jobs", maximum=max_jobs())
@@ -75,8 +73,7 @@ def _check_arguments(args) -> list:
         if n is not None and n < 0:
             raise InputError("arguments", name, f"must be a non-negative integer, got {n}")
         check_count(n, name, minimum=0, maximum=10_000_000)
-    check_model_options(args)
-    if all(getattr(args, name) == 0 for name in MODELS) and args.model is None:
+    if all(getattr(args, name) == 0 for name in MODELS):
         raise InputError("arguments", "minilm", "--minilm 0 and --smollm2 0 leave nothing to run")
     return parse_tolerances(args.eps)
 
@@ -89,9 +86,6 @@ def _extract(args, store: Path, console, progress: bool) -> None:
         return
     if have:
         raise InputError(str(store), "store", "already holds records; remove it, choose another --out, or pass --reuse")
-    if args.model is not None:  # the user's model instead of the built-in panel
-        extract_model(args, store, console, progress)
-        return
     extract_to_store = _extraction_api()
     for name in MODELS:
         n = getattr(args, name)
@@ -112,11 +106,7 @@ def run(args) -> int:
 
     from rich.console import Console
 
-    from softrank.cli.bracket import run_bracket
-    from softrank.cli.replay import replay_store
-
-    eps_exact = _check_arguments(args)
-    eps_list = [float(e) for e in eps_exact]  # the float keys of the rows and the summary
+    tolerances = _check_arguments(args)
     as_json = getattr(args, "json", False)  # then stdout holds the JSON object only
     console = Console(stderr=as_json, width=None if (sys.stderr if as_json else sys.stdout).isatty() else 170)
     out = output_dir(args.out)
@@ -129,29 +119,26 @@ def run(args) -> int:
     times["extract"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()  # 2. bracket (in place)
-    rows = run_bracket(store, None, eps_exact, jobs=args.jobs, progress=progress, label="bracket")
+    rows = _bracket(store, tolerances, args.jobs, progress)
     times["bracket"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()  # 3. validated replay
-    replay_dir = out / "replay"
-    with progress_report(progress, "replay") as report:
-        summary = replay_store(store, replay_dir, jobs=args.jobs, progress=report)
+    replay, summary = _replay(store, out / "replay", args.jobs, progress)
     times["replay"] = time.perf_counter() - t0
     for line in summary.errors:  # a malformed record: one line on stderr (the others were replayed)
         print(f"softrank run: error: {line}", file=sys.stderr)
 
-    replay_rows = _read_replay(replay_dir / "replay.csv")  # 4. summary
-    table = summarise(rows, replay_rows, eps_list)
+    table = summarise(rows, replay_by_tolerance(replay.rows), tolerances)  # 4. summary
     _write_summary(out, table, times)
     _print_table(console, table, times, summary)
     from softrank.cli.report import write_report
 
-    page = write_report(replay_dir, out / "report.html")
+    page = write_report(replay.out, out / "report.html")
     code = 0 if not summary.malformed else 2
     if as_json:
         import json
 
-        print(json.dumps({"out": str(out), "store": str(store), "replay": str(replay_dir), "report": str(page),
+        print(json.dumps({"out": str(out), "store": str(store), "replay": str(replay.out), "report": str(page),
                           "table": table, "replay_summary": summary.as_json(), "seconds": times, "exit_code": code},
                          default=str), flush=True)
     else:
@@ -159,17 +146,28 @@ def run(args) -> int:
     return code
 
 
-def _read_replay(path: Path) -> dict[tuple[str, float], dict]:
+def _bracket(store: Path, tolerances: list[Tolerance], jobs: int, progress: bool) -> list[dict]:
+    from softrank.cli.bracket import run_bracket
+
+    return run_bracket(store, None, tolerances, jobs=jobs, progress=progress, label="bracket")
+
+
+def _replay(store: Path, out: Path, jobs: int, progress: bool):
+    """The replay job after its run (its ``rows`` and ``out``) and its summary."""
+    from softrank.cli.replay import ReplayJob
+
+    job = ReplayJob(store, out)
+    with progress_report(progress, "replay") as report:
+        summary = job.execute(jobs=jobs, progress=report)
+    return job, summary
+
+
+def replay_by_tolerance(replay_rows: list[dict]) -> dict[tuple[str, object], dict]:
+    """The replay's rows by (record id, exact tolerance); a malformed record's row has none."""
     out = {}
-    if not path.is_file():
-        return out
-    with open(path, newline="", encoding="utf-8") as fh:
-        for row in csv.DictReader(fh):
-            try:
-                key = (row["record_id"], round(float(row["eps_value"]), 12))
-            except (KeyError, ValueError):
-                continue
-            out[key] = row
+    for row in replay_rows:
+        if row.get("status") != "malformed" and isinstance(row.get("eps"), str):
+            out[(row["record_id"], Tolerance.from_printed(row["eps"]).value)] = row
     return out
 
 
@@ -180,41 +178,42 @@ def _int(v):
         return None
 
 
-def summarise(rows: list[dict], replay_rows: dict, eps_list) -> list[dict]:
-    """One row per (family, eps): float64 bracket statistics, baseline, validated agreement."""
-    table = []
-    families = sorted({r["family"] or r["model"] for r in rows})
-    for fam in families:
-        for e in eps_list:
-            sel = [r for r in rows if (r["family"] or r["model"]) == fam and abs(r["eps"] - e) < 1e-12]
-            if not sel:
-                continue
-            p = [min(r["m"], r["N"]) for r in sel]
-            U = [r["upper"] if r["upper"] is not None else q for r, q in zip(sel, p)]
-            L = [r["lower"] for r in sel]
-            bU = [r["baseline_upper"] if r["baseline_upper"] is not None else q for r, q in zip(sel, p)]
-            bL = [r["baseline_lower"] for r in sel]
-            agree = witnessed = 0
-            for r in sel:
-                rep = replay_rows.get((r["record_id"], round(e, 12)))
-                if rep is None:
-                    continue
-                witnessed += 1
-                agree += (_int(rep.get("validated_lower")) == r["lower"]
-                          and _int(rep.get("validated_upper")) == r["upper"])
-            table.append({
-                "family": fam, "eps": e, "operators": len(sel),
-                "shape": f"{sel[0]['m']}x{sel[0]['N']}",
-                "median_L": statistics.median(L), "median_U": statistics.median(U),
-                "median_U_over_L": statistics.median(u / max(l, 1) for u, l in zip(U, L)),
-                "resolved": sum(bool(r["resolved"]) for r in sel) / len(sel),
-                "baseline_median_L": statistics.median(bL), "baseline_median_U": statistics.median(bU),
-                "baseline_median_U_over_L": statistics.median(u / max(l, 1) for u, l in zip(bU, bL)),
-                "baseline_resolved": sum(bool(r["baseline_resolved"]) for r in sel) / len(sel),
-                "validated_agreement": (agree / witnessed) if witnessed else None,
-                "replayed": witnessed,
-            })
-    return table
+def summarise(rows: list[dict], replay_rows: dict, tolerances: list[Tolerance]) -> list[dict]:
+    """One row per (family, eps): float64 bracket statistics, baseline, validated agreement; the
+    bracket's rows and the replay's are joined on the exact tolerance."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["family"] or r["model"], Tolerance.from_printed(r["eps_text"]).value), []).append(r)
+    return [_family_row(fam, tol, groups[fam, tol.value], replay_rows)
+            for fam in sorted({fam for fam, _ in groups}) for tol in tolerances if (fam, tol.value) in groups]
+
+
+def _family_row(fam: str, tol: Tolerance, sel: list[dict], replay_rows: dict) -> dict:
+    p = [min(r["m"], r["N"]) for r in sel]
+    U = [r["upper"] if r["upper"] is not None else q for r, q in zip(sel, p)]
+    L = [r["lower"] for r in sel]
+    bU = [r["baseline_upper"] if r["baseline_upper"] is not None else q for r, q in zip(sel, p)]
+    bL = [r["baseline_lower"] for r in sel]
+    agree = witnessed = 0
+    for r in sel:
+        rep = replay_rows.get((r["record_id"], tol.value))
+        if rep is None:
+            continue
+        witnessed += 1
+        agree += (_int(rep.get("validated_lower")) == r["lower"]
+                  and _int(rep.get("validated_upper")) == r["upper"])
+    return {
+        "family": fam, "eps": tol.binary64, "operators": len(sel),
+        "shape": f"{sel[0]['m']}x{sel[0]['N']}",
+        "median_L": statistics.median(L), "median_U": statistics.median(U),
+        "median_U_over_L": statistics.median(u / max(l, 1) for u, l in zip(U, L)),
+        "resolved": sum(bool(r["resolved"]) for r in sel) / len(sel),
+        "baseline_median_L": statistics.median(bL), "baseline_median_U": statistics.median(bU),
+        "baseline_median_U_over_L": statistics.median(u / max(l, 1) for u, l in zip(bU, bL)),
+        "baseline_resolved": sum(bool(r["baseline_resolved"]) for r in sel) / len(sel),
+        "validated_agreement": (agree / witnessed) if witnessed else None,
+        "replayed": witnessed,
+    }
 
 
 def _write_summary(out: Path, table: list[dict], times: dict) -> None:

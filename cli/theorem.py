@@ -18,10 +18,44 @@ import time
 
 import numpy as np
 
-from softrank.cli.common import (RECORD_FAILURES, check_count, json_text, median_or_none, parse_int_list, path_arg,
-                                 record_failure, theorem_records)
+from softrank.cli.args import check_count, parse_int_list, path_arg
+from softrank.cli.paths import check_not_input, output_file
+from softrank.cli.summaries import json_text, median_or_none
+from softrank.validated.errors import InputError
 
 MAX_CASES = 10**6  # random or adversarial cases of the perturbation check (the default is 400 and 200)
+# what the untrusted per-record computations of ``softrank theorem`` and ``softrank kappa`` raise on
+# an operator they cannot handle (an LP or SDP that fails on extreme logits, a record of the wrong
+# form, a float overflow)
+RECORD_FAILURES = (InputError, ValueError, RuntimeError, ArithmeticError)
+
+
+def record_failure(record, err: BaseException) -> str:
+    """One line for a record whose computation failed: the record's folder and id, and why."""
+    if isinstance(err, InputError):  # the record's own folder is named once
+        text = err.one_line()
+        if err.where == str(record.path):
+            text = text[len(err.where) + 1:].lstrip()
+    else:
+        text = f"{type(err).__name__}: {err}"
+    return " ".join(f"{record.path} [{record.record_id}]: {text}".split())[:2000]
+
+
+def theorem_records(args, errors: list[str]) -> list:
+    """The records of ``args.stores`` selected by ``--records``, ``--limit`` and ``--max-n`` (for
+    ``softrank kappa`` and ``softrank theorem``), after checking those counts and ``--out``; a record
+    that cannot be read is one line in ``errors``.  An empty selection without errors is refused."""
+    from softrank.fastpath.studies.theorem.records import select_records
+
+    check_count(args.limit, "limit")
+    check_count(args.max_n, "max-n")
+    if args.out is not None:  # never inside an input store (a CSV over a record.json or index.csv)
+        output_file(args.out)
+        check_not_input(args.out, inside=[(store, f"the input store {store}") for store in args.stores])
+    recs = select_records(args.stores, args.records, args.limit, args.max_n, errors=errors)
+    if not recs and not errors:
+        raise InputError(",".join(args.stores), "records", "no records selected")
+    return recs
 
 
 def configure(parser) -> None:

@@ -23,8 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-from softrank.cli.common import check_outside, max_jobs, output_dir, parallel_map, parse_count, parse_eps_exact, path_arg
-from softrank.cli.common import progress as progress_bar
+from softrank.cli.args import max_jobs, parse_count, parse_tolerance_items, path_arg
+from softrank.cli.paths import check_outside, output_dir
+from softrank.cli.progress import progress as progress_bar
 from softrank.validated.errors import InputError
 
 DEFAULT_BUDGET = 120.0
@@ -70,16 +71,6 @@ def parse_budget(text: str) -> float:
     return value
 
 
-def parse_eps_items(text: str | None) -> list | None:
-    """``"0.25,0.15"`` -> the exact rationals, in that order, each once (None: all stored)."""
-    if text is None:
-        return None
-    items = [parse_eps_exact(part.strip(), "eps") for part in str(text).split(",") if part.strip()]
-    if not items:
-        raise InputError("arguments", "eps", "no tolerance given")
-    return list(dict.fromkeys(items))
-
-
 def parse_records(text: str | None) -> list[str] | None:
     if text is None:
         return None
@@ -95,7 +86,7 @@ def readable_records(store, records: list[str] | None) -> list[str] | None:
     manifests of the records chosen, and such a manifest would block that read forever; those
     records are then copied, not tightened, and reported on one line each like any unreadable
     record."""
-    from softrank.cli.common import special_manifest
+    from softrank.fastpath.store.files import special_manifest
     from softrank.replay.reader import record_entries
 
     folders = record_entries(store)
@@ -108,7 +99,7 @@ def readable_records(store, records: list[str] | None) -> list[str] | None:
 def check_paths(store, out, eps_list, records) -> Path:
     """STORE must be a store holding the chosen records and tolerances; STORE2 must differ from
     it and be new or empty (nothing there is changed otherwise)."""
-    from softrank.fastpath.tighten.records import check_selection
+    from softrank.fastpath.tighten.store import check_selection
     from softrank.replay.reader import record_entries
 
     check_selection(store, None, records)  # InputError when STORE is not a store or an id is unknown
@@ -126,26 +117,22 @@ def check_paths(store, out, eps_list, records) -> Path:
 def run(args) -> int:
     budget = parse_budget(args.budget)
     jobs = parse_count(args.jobs, "jobs", maximum=max_jobs())
-    eps_list = parse_eps_items(args.eps)
+    eps_list = parse_tolerance_items(args.eps)  # in that order, each once (None: all stored)
     records = parse_records(args.records)
     out = check_paths(args.store, args.out, eps_list, records)
-    from softrank.fastpath.bracket.store import limit_threads
-    from softrank.fastpath.tighten.records import tighten_store
+    from softrank.fastpath.runner import limit_threads
+    from softrank.fastpath.tighten.store import tighten_store
     from softrank.replay.reader import record_entries
 
     limit_threads()
     total = len(record_entries(args.store))
     t0 = time.perf_counter()
     errors: list[str] = []
-
-    def mapper(func, tasks):
-        return parallel_map(func, tasks, jobs=jobs, scheduler=args.scheduler)
-
     with progress_bar(not args.no_progress, total, "tighten") as update:
         chosen = records if eps_list is None else readable_records(args.store, records)
         rows = tighten_store(args.store, out, eps_list, budget, args.only_unresolved, chosen,
                              progress=lambda done, _total: update(done), lower_goal=args.lower_goal,
-                             mapper=mapper, errors=errors)
+                             jobs=jobs, scheduler=args.scheduler, errors=errors)
     for line in errors:
         print(f"softrank tighten: error: {line}", file=sys.stderr)
     malformed = f", {len(errors)} malformed (not written)" if errors else ""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from softrank.cli.common import check_count
+from softrank.cli.args import check_count
 
 MAX_REPEATS = 1000  # timing repeats (default 5)
 

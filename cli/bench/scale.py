@@ -48,10 +48,7 @@ def _timed(store, out: Path, repeats: int, **kw) -> float:
 
 def measure(store, work: Path, repeats: int) -> dict:
     """Wall time and records per minute per configuration, and whether the tables agree."""
-    import logging
-
-    from dask.distributed import LocalCluster
-
+    from softrank.fastpath.runner import local_cluster
     from softrank.replay.reader import list_records
 
     n = len(list_records(store))
@@ -59,8 +56,7 @@ def measure(store, work: Path, repeats: int) -> dict:
              "wall_s": _timed(store, work / "serial", repeats, jobs=1), "out": work / "serial"}]
     for workers in (1, 2):
         t0 = time.perf_counter()
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                          silence_logs=logging.CRITICAL) as cluster:
+        with local_cluster(workers) as cluster:
             startup = time.perf_counter() - t0
             out = work / f"dask{workers}"
             wall = _timed(store, out, repeats, scheduler=cluster.scheduler_address)

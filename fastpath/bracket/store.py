@@ -1,69 +1,49 @@
 """Bracketing stored records: ``bracket_record`` brackets one record (``bracket_matrix``) and
 rewrites it with ``RecordWriter.from_record`` (only the best witness per eps and the certificates
 achieving max L are stored); ``bracket_task`` is that work for one record as plain data (its
-table rows and the SHA-256 of the source and the written ``record.json``), with one BLAS thread,
-for this process, a process pool or a Dask worker; ``bracket_store`` does every record of a store
-with a process pool and writes ``index.csv`` and the summary table ``bracket.csv`` next to
-``records/`` (``write_tables``).  ``softrank bracket`` (``cli/bracket.py``) adds a journal,
-``--resume`` and Dask on top of ``bracket_task`` and ``write_tables``.
+table rows and the SHA-256 of the source and the written ``record.json``), with one BLAS thread;
+``BracketJob`` does every record of a store through the runner (``fastpath/runner.py``: in this
+process or on Dask), journaling each record as it is written (``OUT/.partial/``, ``--resume``),
+and writes ``index.csv``, the summary table ``bracket.csv`` and ``bracket-manifest.json`` next to
+``records/``.  ``bracket_store`` is that job from Python; ``softrank bracket`` (``cli/bracket.py``)
+checks the paths and prints the summary.
 
-Tolerances are floats (computed and stored as binary64) or exact rationals (``Fraction`` or text
-such as ``"3/20"``: computed with the nearest float, stored as exact text).  In the rows ``eps``
-is the float and ``eps_text`` the exact text; ``bracket.csv`` prints ``eps`` as that text and
-``eps_value`` as the float."""
+Tolerances are ``softrank.exact.tolerance.Tolerance`` values (text such as ``"3/20"``, a
+``Fraction``, or a Python float read as the decimal it prints as: 0.15 is 3/20), computed with
+their nearest binary64 number and stored as their exact text.  In the rows ``eps`` is that float
+and ``eps_text`` the exact text; ``bracket.csv`` prints ``eps`` as that text and ``eps_value`` as
+the float."""
 
 from __future__ import annotations
 
 import hashlib
-import os
-import sys
 import time
-from fractions import Fraction
 from pathlib import Path
 
-from softrank.fastpath.bracket.matrix import (ALL_CONSTRUCTIONS, DEFAULT_EPS, EpsBracket, Timer,
-                                       bracket_matrix, resolved)
-from softrank.exact.rational import parse_rational
+from softrank import __version__
+from softrank.exact.tolerance import Tolerance
+from softrank.fastpath.bracket.matrix import ALL_CONSTRUCTIONS, DEFAULT_EPS, EpsBracket, Timer, bracket_matrix, resolved
 from softrank.fastpath.capture.labels import record_label
-from softrank.fastpath.store.files import write_csv
-from softrank.fastpath.store.writer import RecordWriter, exact_text, recover_store, write_index
+from softrank.fastpath.runner import Journal, RecordsJob
+from softrank.fastpath.store.files import output_folder, special_manifest, write_csv, write_json
+from softrank.fastpath.store.writer import RecordWriter, recover_store, write_index
 from softrank.replay.reader import read_record, record_entries
 from softrank.validated.errors import InputError
 
 PRODUCER = "softrank.fastpath.bracket 0.1"
-BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-COMPLETION = ("bracket-manifest.json", "bracket.csv")  # outputs that mark a finished run
+JOURNAL = ".partial"
+MANIFEST = "bracket-manifest.json"
+COMPLETION = (MANIFEST, "bracket.csv")  # outputs that mark a finished run
+OUTPUTS = ("records", "index.csv", "bracket.csv", MANIFEST, JOURNAL)  # what a run writes into OUT
 
 
-def tolerances(eps_list) -> dict[float, float | Fraction]:
-    """``float used in the computation -> tolerance as stored``: a float stays a float; a
-    ``Fraction`` or text (``"3/20"``, ``"0.15"``) is that exact rational.  Equal values are one
-    tolerance; two different ones with the same nearest float are a ``ValueError``."""
-    out: dict[float, float | Fraction] = {}
-    for e in eps_list:
-        value = parse_rational(e, "arguments", "eps") if isinstance(e, str) else e
-        key = float(value)
-        if key in out and Fraction(out[key]) != Fraction(value):
-            raise ValueError(f"tolerances {out[key]} and {value} have the same nearest float {key!r}")
-        out[key] = value
-    return out
-
-
-def eps_text(value) -> str:
-    """The exact text of a tolerance: a rational's ``exact_text``; a float's shortest text when
-    that is its exact value (``0.25``), else ``binary64(0.15)`` (as ``softrank replay`` prints)."""
-    if isinstance(value, float):
-        return repr(value) if Fraction(repr(value)) == Fraction(value) else f"binary64({value!r})"
-    return exact_text(value)
-
-
-def summary_row(record, b: EpsBracket, timer: Timer, seconds: float, exact=None) -> dict:
+def summary_row(record, b: EpsBracket, timer: Timer, seconds: float, tol: Tolerance) -> dict:
     """One row of ``bracket.csv``: the bracket at one eps, its baseline and the time per part."""
     prov = record.provenance
     m, n = record.shape
     row = {"record_id": record.record_id, "model": str(prov.get("model", "")),
            "family": record_label(prov), "layer": prov.get("layer"), "head": prov.get("head"),
-           "m": m, "N": n, "eps": b.eps, "eps_text": eps_text(b.eps if exact is None else exact),
+           "m": m, "N": n, "eps": b.eps, "eps_text": tol.text,
            "lower": b.lower, "upper": b.upper,
            "lower_kind": "+".join(c.kind for c in b.certificates),
            "upper_construction": None if b.witness is None else b.witness.construction,
@@ -83,24 +63,24 @@ def summary_row(record, b: EpsBracket, timer: Timer, seconds: float, exact=None)
 def bracket_record(folder, out_store, eps_list=DEFAULT_EPS, mode: str = "fast") -> list[dict]:
     """Bracket one stored record and write it (with its tolerances) into ``out_store``.
     Returns one summary row per eps."""
-    return _bracket_and_write(folder, out_store, eps_list, mode)[0]
+    return _bracket_and_write(folder, out_store, Tolerance.parse_list(eps_list), mode)[0]
 
 
-def _bracket_and_write(folder, out_store, eps_list, mode: str) -> tuple[list[dict], Path]:
+def _bracket_and_write(folder, out_store, tolerances: list[Tolerance], mode: str) -> tuple[list[dict], Path]:
     """``bracket_record``'s rows and the folder of the written record."""
     t0 = time.perf_counter()
     record = read_record(folder)
-    exact = tolerances(eps_list)
+    by_float = {t.binary64: t for t in tolerances}
     timer = Timer()
-    result = bracket_matrix(record.a_hat, list(exact), mode=mode, timer=timer)
+    result = bracket_matrix(record.a_hat, list(by_float), mode=mode, timer=timer)
     with RecordWriter.from_record(out_store, record, provenance_update={"bracketed_by": PRODUCER}) as writer:
         for e in sorted(result):
             b = result[e]
             upper = None if b.witness is None else (b.witness.X, b.witness.Y, b.witness.construction)
-            writer.add_tolerance(exact[e], upper=upper, lower=[c.as_record() for c in b.certificates],
+            writer.add_tolerance(by_float[e].text, upper=upper, lower=[c.as_record() for c in b.certificates],
                                  float64={"lower": b.lower, "upper": b.upper, "verdicts": b.verdicts})
     seconds = time.perf_counter() - t0
-    rows = [summary_row(record, result[e], timer, seconds, exact[e]) for e in sorted(result)]
+    rows = [summary_row(record, result[e], timer, seconds, by_float[e]) for e in sorted(result)]
     return rows, Path(out_store) / "records" / record.record_id
 
 
@@ -113,23 +93,26 @@ def file_sha256(path) -> str:
 
 
 def bracket_task(args: tuple) -> dict:
-    """One record, ``(folder, out_store, eps_list, mode)``, bracketed and written with one BLAS
+    """One record, ``(folder, out_store, tolerances, mode)``, bracketed and written with one BLAS
     thread (scipy's too); returns plain data: ``record_id``, its table ``rows``, and the SHA-256
     of the source ``record.json`` before and of the written one after (``source_sha256``,
     ``written_sha256``); a malformed record gives no rows and its one-line ``error``."""
-    folder, out_store, eps_list, mode = args
+    folder, out_store, tolerances, mode = args
     import scipy.linalg  # noqa: F401  (loaded first, so that the limit reaches scipy's BLAS too)
     from threadpoolctl import threadpool_limits
 
     source = file_sha256(Path(folder) / "record.json")
     try:
         with threadpool_limits(limits=1):
-            rows, written = _bracket_and_write(folder, out_store, eps_list, mode)
+            rows, written = _bracket_and_write(folder, out_store, list(tolerances), mode)
     except InputError as err:  # a malformed record: reported, and the others are still bracketed
-        return {"record_id": Path(folder).name, "rows": [], "error": err.one_line(), "source_sha256": source,
-                "written_sha256": ""}
+        return _malformed(folder, err.one_line(), source)
     return {"record_id": written.name, "rows": rows, "source_sha256": source,
             "written_sha256": file_sha256(written / "record.json")}
+
+
+def _malformed(folder, error: str, source: str = "") -> dict:
+    return {"record_id": Path(folder).name, "rows": [], "error": error, "source_sha256": source, "written_sha256": ""}
 
 
 def table_rows(rows: list[dict]) -> list[dict]:
@@ -162,67 +145,84 @@ def write_tables(out_store, rows: list[dict]) -> Path:
     return write_csv(out_store / "bracket.csv", table_rows(rows))
 
 
-def limit_threads() -> None:
-    """One BLAS thread per process (the pool supplies the parallelism; oversubscribed BLAS
-    threads make a 128 x 128 SVD 20 times slower on two shared cores, and numpy's and scipy's
-    BLAS libraries each spinning their own threads make a small triangular solve 50 times
-    slower)."""
-    for var in BLAS_THREAD_VARS:
-        os.environ.setdefault(var, "1")
+def special_manifest_error(folder: str) -> str | None:
+    """The reader's one-line error when FOLDER/record.json exists but is not a regular file (a
+    FIFO, a device, a folder): hashing it before reading would block or never end."""
+    if not special_manifest(folder):  # a regular file, or one the reader reports at once in the worker
+        return None
     try:
-        import scipy.linalg  # noqa: F401  (load scipy's own BLAS too, so that the limit reaches it)
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(1)
-    except Exception:
-        pass
+        read_record(folder)
+    except InputError as err:
+        return err.one_line()
+    return f"{folder}: field 'record.json' not a regular file"
 
 
-def _start_method() -> str:
-    """``fork`` on Linux (workers start in milliseconds with the parent's modules; each limits
-    its BLAS threads to one on start), ``spawn`` elsewhere (the environment then sets one BLAS
-    thread before numpy loads)."""
-    import multiprocessing
+class BracketJob(RecordsJob):
+    """One bracketing of STORE into OUT (default: in place): the records to do, the journal, and
+    the final tables.  The caller checks that OUT is no input of the run (``cli/bracket.py``)."""
 
-    return "fork" if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    def __init__(self, store, out=None, *, eps_list=DEFAULT_EPS, mode: str = "fast", resume: bool = False):
+        self.store, self.mode = Path(store), mode
+        self.eps = Tolerance.parse_list(eps_list)
+        recover_store(self.store)  # a record a killed writer left in .old-ID-* is put back first
+        # InputError if STORE is not a store; an entry that is not a folder is a malformed record (one line)
+        folders = record_entries(self.store)
+        if not folders:  # before OUT is touched: an empty run would replace OUT's tables
+            raise InputError(str(store), "records", "no records in this store (nothing to bracket; "
+                                                    "nothing was written)")
+        self.out = output_folder(out) if out is not None else self.store
+        self.in_place = self.out.resolve() == self.store.resolve()
+        params = {"store": str(self.store.resolve()), "eps": [t.text for t in self.eps], "mode": mode,
+                  "softrank_version": __version__}
+        super().__init__(folders, Journal(self.out / JOURNAL, params, resume=resume))  # other parameters: InputError
+        start_run(self.out)  # from here on nothing in OUT looks complete
+        if resume:
+            self.resume_from(self._unchanged)
+        self.errors: list[str] = []  # one line per malformed record (not bracketed; exit code 2)
 
+    def _unchanged(self, name: str, payload: dict) -> bool:
+        """A journal entry whose written record is unchanged (and, with ``--out``, whose source is
+        unchanged too)."""
+        if not isinstance(payload.get("rows"), list):
+            return False
+        if payload.get("written_sha256") != file_sha256(self.out / "records" / name / "record.json"):
+            return False
+        return self.in_place or payload.get("source_sha256") == file_sha256(self.store / "records" / name /
+                                                                             "record.json")
 
-def _run_pool(tasks: list[tuple], jobs: int, progress) -> list[dict]:
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    import multiprocessing
+    def execute(self, *, jobs: int = 1, scheduler: str | None = None, progress=None) -> list[dict]:
+        """Bracket the records not yet done (journaling each as it is written), then write the
+        tables; returns the rows (sorted by record, then eps)."""
+        payloads = dict(self.done)
+        for f in self.folders:  # a FIFO or device as record.json: reported here, never opened by a worker
+            error = None if Path(f).name in payloads else special_manifest_error(f)
+            if error:
+                payloads[Path(f).name] = _malformed(f, error)
+        task = (str(self.out), tuple(self.eps), self.mode)
+        payloads = self.run(bracket_task, lambda f: (f, *task), jobs=jobs, scheduler=scheduler, progress=progress,
+                            payloads=payloads, journal_if=lambda p: not p.get("error"))
+        return self._finish(payloads)
 
-    for var in BLAS_THREAD_VARS:
-        os.environ[var] = "1"  # read by numpy's BLAS when a spawned worker imports it
-    rows: list[dict] = []
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(_start_method()),
-                             initializer=limit_threads) as pool:
-        futures = [pool.submit(bracket_task, t) for t in tasks]
-        for i, fut in enumerate(as_completed(futures)):
-            rows.extend(fut.result()["rows"])
-            if progress:
-                progress(i + 1, len(tasks))
-    return rows
+    def _finish(self, payloads: dict[str, dict]) -> list[dict]:
+        """``index.csv``, ``bracket.csv``, then the manifest, then the journal is removed."""
+        ordered = [payloads[name] for name in self.names()]
+        rows = [row for p in ordered for row in p["rows"]]
+        self.errors = [p["error"] for p in ordered if p.get("error")]
+        table = write_tables(self.out, rows)
+        write_json(self.out / MANIFEST, {
+            "complete": True, "command": "softrank bracket", "softrank_version": __version__,
+            "store": str(self.store.resolve()), "out": str(self.out.resolve()),
+            "eps": [t.text for t in self.eps], "mode": self.mode, "records": self.total,
+            "rows": len(rows), "resumed": self.resumed, "malformed": self.errors,
+            "sha256": {"bracket.csv": file_sha256(table), "index.csv": file_sha256(self.out / "index.csv")}})
+        self.journal.remove()
+        return sorted(rows, key=lambda r: (r["record_id"], r["eps"]))
 
 
 def bracket_store(store, out_store=None, eps_list=DEFAULT_EPS, jobs: int = 1, mode: str = "fast",
-                  progress=None) -> list[dict]:
-    """Bracket every record of ``store`` (into ``out_store``, default in place) with a process
-    pool of ``jobs`` workers; returns the summary rows and writes ``bracket.csv`` next to the
-    records.  ``progress(done, total)`` is called after each record."""
-    out_store = Path(out_store or store)
-    recover_store(store)
-    tasks = [(str(f), str(out_store), tuple(eps_list), mode) for f in record_entries(store)]
-    tolerances(eps_list)  # two tolerances with one nearest float: an error before any work
-    start_run(out_store)
-    if jobs > 1 and len(tasks) > 1:
-        rows = _run_pool(tasks, jobs, progress)
-    else:
-        limit_threads()
-        rows = []
-        for i, t in enumerate(tasks):
-            rows.extend(bracket_task(t)["rows"])
-            if progress:
-                progress(i + 1, len(tasks))
-    rows.sort(key=lambda r: (r["record_id"], r["eps"]))
-    write_tables(out_store, rows)
-    return rows
+                  progress=None, scheduler: str | None = None, resume: bool = False) -> list[dict]:
+    """Bracket every record of ``store`` (into ``out_store``, default in place) with ``jobs``
+    workers (``BracketJob``); returns the summary rows.  ``progress(done, total)`` is called
+    after each record."""
+    job = BracketJob(store, out_store, eps_list=eps_list, mode=mode, resume=resume)
+    return job.execute(jobs=jobs, scheduler=scheduler, progress=progress)

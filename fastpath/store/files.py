@@ -19,6 +19,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from softrank.replay.reader import read_regular_file  # noqa: F401  (the one safe reader; re-exported)
+
 
 def umask() -> int:
     """The process's file-creation mask (read by setting and restoring it)."""
@@ -38,25 +40,6 @@ def make_temp_dir(prefix: str, parent: str | os.PathLike) -> Path:
     folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     follow_umask(folder, directory=True)
     return folder
-
-
-def read_regular_file(path: str | os.PathLike, max_bytes: int | None = None) -> bytes:
-    """The bytes of a regular file (of at most ``max_bytes``); anything else (a FIFO, a device,
-    a folder, a symlink loop) is an ``OSError`` naming the path, raised before reading, so that
-    nothing blocks on a pipe or reads a device without end."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        if max_bytes is not None and info.st_size > max_bytes:
-            raise OSError(errno.EFBIG, f"larger than {max_bytes} bytes", str(path))
-        fh = os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-    with fh:
-        return fh.read()
 
 
 def check_output_file(path: str | os.PathLike) -> Path:
@@ -128,3 +111,85 @@ def write_json(path: str | os.PathLike, obj: Any) -> Path:
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(json_ready(obj), fh, indent=1, allow_nan=False)
     return atomic_write(path, write)
+
+
+def write_text(path: str | os.PathLike, text: str, durable: bool = False) -> Path:
+    """``text`` (UTF-8) written atomically (``atomic_write``).  ``durable``: the file is flushed to
+    disk before the rename and the folder after it, so that even a power cut leaves the old file or
+    the new one (a journal entry is whole or absent)."""
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
+    path = atomic_write(path, write)
+    if durable:
+        fd = os.open(Path(path).parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return path
+
+
+def special_manifest(folder: str | os.PathLike) -> bool:
+    """True when FOLDER/record.json exists but is not a regular file (a FIFO, a device, a folder):
+    code that hashes or parses manifests outside the reader must not open it (it would block or
+    never end); the reader reports it on one line when the record is read."""
+    try:
+        return not stat.S_ISREG(os.stat(Path(folder) / "record.json").st_mode)
+    except OSError:  # missing, a link loop, unreadable: opening it fails at once
+        return False
+
+
+MAX_INPUT_BYTES = 64 * 2**20  # largest text input file read (matrices, witnesses, journal entries)
+
+
+def read_text_file(path: str | os.PathLike, field: str = "", max_bytes: int = MAX_INPUT_BYTES) -> str:
+    """The UTF-8 text of a regular file of at most ``max_bytes`` bytes; anything else (a missing
+    file, a folder, a pipe or device that could block, a binary or too large file) is an
+    ``InputError`` naming the file."""
+    from softrank.validated.errors import InputError
+
+    try:
+        raw = read_regular_file(path, max_bytes)  # checked on the open file: a FIFO is never read
+    except (OSError, ValueError) as err:  # ValueError: a NUL byte in the name
+        raise InputError(str(path), field, f"cannot read: {getattr(err, 'strerror', None) or err}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(str(path), field, f"not UTF-8 text (byte {err.start})") from None
+
+
+def load_json_text(text: str, path, field: str = "", **kwargs):
+    """``json.loads`` whose every failure (syntax, nesting depth, huge integers) is an ``InputError``."""
+    from softrank.validated.errors import InputError
+
+    try:
+        return json.loads(text, **kwargs)
+    except json.JSONDecodeError as err:
+        raise InputError(str(path), field, f"not JSON: {err.msg} at line {err.lineno}") from None
+    except RecursionError:
+        raise InputError(str(path), field, "JSON nested too deeply") from None
+    except ValueError as err:
+        raise InputError(str(path), field, f"unreadable number in JSON: {str(err)[:80]}") from None
+
+
+def output_folder(path, field: str = "out", empty: bool = False) -> Path:
+    """An output folder: created if missing; an existing file (not a folder) there is an
+    ``InputError``, as is a non-empty folder when ``empty`` (nothing already there is touched)."""
+    from softrank.validated.errors import InputError
+
+    if not str(path).strip():
+        raise InputError("arguments", field, "empty path")
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(str(path), field, "exists and is not a folder")
+    if empty and path.is_dir() and any(path.iterdir()):
+        raise InputError(str(path), field, "is not empty (choose a new folder; nothing there was changed)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(str(path), field, f"cannot create the folder: {err.strerror or err}") from None
+    return path

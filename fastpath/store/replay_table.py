@@ -1,10 +1,11 @@
-"""Reading the tables of ``softrank replay`` back (``replay.parquet``, ``verdicts.parquet``; their
-columns are ``softrank.cli.replay_tables.REPLAY_COLUMNS`` and ``VERDICT_COLUMNS``): one check of the
-file and of every row, shared by ``softrank regress``, ``softrank report`` and ``softrank study
-kappa``.  A damaged or foreign table (a value of another type, NaN or infinite, out of range,
-validated lower > upper, an unknown status or verdict, a list that is not valid JSON) and anything
-but a regular file in its place (a FIFO, a device, a folder, a link loop) is an ``InputError``
-naming the file, the row, its record and the column.  Untrusted: nothing here decides a verdict.
+"""The tables of ``softrank replay``, in one place: their schema (``REPLAY_COLUMNS``,
+``VERDICT_COLUMNS``: written by ``softrank.cli.replay_tables``) and the reading back of
+``replay.parquet`` and ``verdicts.parquet``: one check of the file and of every row, shared by
+``softrank regress``, ``softrank report`` and ``softrank study kappa``.  A damaged or foreign table
+(a value of another type, NaN or infinite, out of range, validated lower > upper, an unknown status
+or verdict, a list that is not valid JSON) and anything but a regular file in its place (a FIFO, a
+device, a folder, a link loop) is an ``InputError`` naming the file, the row, its record and the
+column.  Untrusted: nothing here decides a verdict.
 """
 
 from __future__ import annotations
@@ -15,17 +16,44 @@ import re
 from fractions import Fraction
 from pathlib import Path
 
+import pyarrow as pa
+
+from softrank.exact.tolerance import Tolerance
+from softrank.validated.errors import InputError
+
 INT64_MAX = 2**63 - 1
-LOWER_OUTCOME_FIELDS = ("kind", "claimed", "outcome", "route", "value", "lemma", "reason")
+# what ``softrank replay`` writes into its folder: the inputs of report, regress and study kappa
+REPLAY_FILES = ("manifest.json", "replay.parquet", "replay.csv", "verdicts.parquet", "verdicts.csv")
+
+LOWER_OUTCOME = pa.struct([("kind", pa.string()), ("claimed", pa.int64()), ("outcome", pa.string()),
+                           ("route", pa.string()), ("value", pa.string()), ("lemma", pa.string()),
+                           ("reason", pa.string())])
+LOWER_OUTCOME_FIELDS = tuple(f.name for f in LOWER_OUTCOME)
+REPLAY_COLUMNS = [
+    ("record_id", pa.string()), ("status", pa.string()), ("error", pa.string()),
+    ("model", pa.string()), ("family", pa.string()), ("attention", pa.string()), ("source_id", pa.string()),
+    ("layer", pa.int64()), ("head", pa.int64()), ("block_width", pa.int64()), ("positions", pa.list_(pa.int64())),
+    ("m", pa.int64()), ("N", pa.int64()), ("eps", pa.string()), ("eps_value", pa.float64()),
+    ("float64_lower", pa.int64()), ("float64_upper", pa.int64()),
+    ("validated_lower", pa.int64()), ("validated_upper", pa.int64()),
+    ("chi_upper", pa.float64()),
+    ("upper_rank", pa.int64()), ("upper_construction", pa.string()), ("upper_outcome", pa.string()),
+    ("upper_route", pa.string()), ("upper_bound", pa.string()), ("upper_lemma", pa.string()),
+    ("upper_reason", pa.string()),
+    ("lower_kind", pa.string()), ("lower_outcomes", pa.list_(LOWER_OUTCOME)),
+    ("assumptions", pa.list_(pa.string())), ("seconds", pa.float64()),
+]
+VERDICT_COLUMNS = [
+    ("record_id", pa.string()), ("family", pa.string()), ("block_width", pa.int64()), ("eps", pa.string()),
+    ("k", pa.int64()), ("float64_verdict", pa.string()), ("validated_verdict", pa.string()),
+]
 
 
 def eps_fraction(text: str) -> Fraction | None:
-    """The exact value of a table's eps text (``None`` if it is not one)."""
+    """The exact value of a table's eps text (``Tolerance.from_printed``; ``None`` if it is not one)."""
     try:
-        if text.startswith("binary64(") and text.endswith(")"):
-            return Fraction(float(text[9:-1]))
-        return Fraction(text)
-    except (ValueError, ZeroDivisionError, OverflowError):
+        return Tolerance.from_printed(text).value
+    except InputError:
         return None
 
 
@@ -35,8 +63,9 @@ OUTCOME_VALUES = ("proved", "refuted", "unresolved")
 # the columns every reader of the tables relies on
 REQUIRED = {"replay.parquet": ("record_id", "status", "family", "m", "N", "eps"),
             "verdicts.parquet": ("record_id", "family", "eps", "k", "float64_verdict", "validated_verdict")}
-_TEXT_COLUMNS = ("error", "model", "family", "attention", "source_id", "upper_construction", "upper_route",
-                 "upper_lemma", "upper_reason", "lower_kind")
+# the schema's columns by the check they get (the others are checked one by one in check_replay_row)
+_TEXT_COLUMNS = tuple(name for name, kind in REPLAY_COLUMNS if kind == pa.string()
+                      and name not in ("record_id", "status", "eps", "upper_outcome", "upper_bound"))
 _COUNT_COLUMNS = ("float64_lower", "float64_upper", "validated_lower", "validated_upper", "upper_rank")
 _BOUND = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d{1,5})?")
 
@@ -48,40 +77,51 @@ class _Bad(Exception):
 def read_parquet_rows(folder, name: str) -> tuple[list[str], list[dict]]:
     """The column names and rows of FOLDER/NAME, a parquet table.  Anything else there (nothing, a
     folder, a FIFO or device, a link loop, an unreadable or corrupt file) is an ``InputError``
-    naming the folder and the file; a FIFO or device is never opened."""
-    import errno
-    import os
-    import stat
-
+    naming the folder and the file; it is read by the one safe reader (``read_regular_file``:
+    checked on the open file), so a FIFO or device is never read."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from softrank.validated.errors import InputError
+    from softrank.replay.reader import read_regular_file
 
     folder = Path(folder)
     path = folder / name
     try:
-        st = os.stat(path)
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise InputError(str(folder), name, "a symbolic link loop, not a table") from None
-        if os.path.islink(path):
-            raise InputError(str(folder), name, f"a symbolic link to nothing ({os.readlink(path)}), "
-                                                "not a table") from None
-        if err.errno == errno.ENOENT:
-            raise InputError(str(folder), name, "missing (run `softrank replay STORE --out DIR` first)") from None
-        raise InputError(str(folder), name, f"cannot read: {err.strerror or err}") from None
-    if not stat.S_ISREG(st.st_mode):
-        kind = next((what for test, what in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
-                                             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                                             (stat.S_ISSOCK, "a socket")) if test(st.st_mode)), "a special file")
-        link = f" (through a symbolic link to {os.readlink(path)})" if os.path.islink(path) else ""
-        raise InputError(str(folder), name, f"not a regular file: {kind}{link}")
+        raw = read_regular_file(path)
+    except (OSError, ValueError) as err:  # ValueError: a NUL byte in the name
+        raise InputError(str(folder), name, _not_a_table(path, err)) from None
     try:
-        table = pq.read_table(path)
+        table = pq.read_table(pa.BufferReader(raw))
         rows = table.to_pylist()
     except Exception as err:  # pyarrow raises several types for a corrupt file
         raise InputError(str(folder), name, f"not a readable parquet table ({type(err).__name__})") from None
     return table.column_names, rows
+
+
+def _not_a_table(path: Path, err: Exception) -> str:
+    """Why ``read_regular_file`` refused PATH, in words (a description only: nothing more is read)."""
+    import errno
+    import os
+    import stat
+
+    code = getattr(err, "errno", None)
+    if code == errno.ELOOP:
+        return "a symbolic link loop, not a table"
+    if os.path.islink(path) and not os.path.exists(path):
+        return f"a symbolic link to nothing ({os.readlink(path)}), not a table"
+    if code == errno.ENOENT:
+        return "missing (run `softrank replay STORE --out DIR` first)"
+    if code != errno.EINVAL:
+        return f"cannot read: {getattr(err, 'strerror', None) or err}"
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = 0
+    kind = next((what for test, what in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                                         (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                                         (stat.S_ISSOCK, "a socket")) if test(mode)), "a special file")
+    link = f" (through a symbolic link to {os.readlink(path)})" if os.path.islink(path) else ""
+    return f"not a regular file: {kind}{link}"
 
 
 def read_replay_table(folder, name: str) -> list[dict]:
@@ -96,8 +136,6 @@ def check_table_rows(path, name: str, columns: list[str], rows: list[dict]) -> N
     """A table written by ``softrank replay``: the required columns, then every row
     (``check_replay_row`` or ``check_verdict_row``).  Anything else is an ``InputError`` naming the
     file, the row, its record and the column (a tampered or foreign table, not a replay's)."""
-    from softrank.validated.errors import InputError
-
     missing = [c for c in REQUIRED.get(name, ()) if c not in columns]
     if missing:
         raise InputError(str(path), missing[0], f"column missing (not a table of softrank replay; "
@@ -114,8 +152,6 @@ def _where(i: int, row: dict, column: str) -> str:
 
 
 def _fail(path, i: int, row: dict, column: str, what: str):
-    from softrank.validated.errors import InputError
-
     raise InputError(str(path), _where(i, row, column), f"{what}, got {str(row.get(column))[:60]!r}")
 
 

@@ -5,17 +5,16 @@ construction searched for its own least rank) and prints, per family and eps, th
 operators of ``rank_c / min_c' rank_c'`` for each construction c (a construction that found no
 witness in range counts as p = min(m, N)), and how often each construction is the best.
 
-    .venv/bin/python -m softrank.fastpath.studies.constructions STORE/bracket.csv [--eps 0.25]
+    softrank study constructions STORE/bracket.csv [--eps 0.25]
 """
 
 from __future__ import annotations
 
-import argparse
-import csv
 import statistics
-import sys
 
+from softrank.exact.tolerance import Tolerance
 from softrank.fastpath.bracket.matrix import ALL_CONSTRUCTIONS
+from softrank.validated.errors import InputError
 
 
 def _num(v):
@@ -25,12 +24,23 @@ def _num(v):
         return None
 
 
-def construction_ratios(rows: list[dict], eps: float) -> dict[str, dict[str, float]]:
-    """family -> construction -> median ratio to the best construction; plus '#best' shares."""
+def _value(text):
+    """The exact tolerance a ``bracket.csv`` row prints (None when it is not one)."""
+    try:
+        return Tolerance.from_printed(text).value
+    except InputError:
+        return None
+
+
+def construction_ratios(rows: list[dict], eps) -> dict[str, dict[str, float]]:
+    """family -> construction -> median ratio to the best construction; plus '#best' shares, over
+    the rows of tolerance ``eps`` (``Tolerance.parse``; rows joined on the exact value)."""
+    eps = Tolerance.parse(eps)
+    at_eps = [r for r in rows if _value(r.get("eps")) == eps.value]
     out: dict[str, dict[str, float]] = {}
-    fams = sorted({r["family"] for r in rows})
+    fams = sorted({r["family"] for r in at_eps})
     for fam in fams + ["all"]:
-        sel = [r for r in rows if (fam == "all" or r["family"] == fam) and abs(float(r["eps"]) - eps) < 1e-12]
+        sel = [r for r in at_eps if fam == "all" or r["family"] == fam]
         ratios: dict[str, list[float]] = {c: [] for c in ALL_CONSTRUCTIONS}
         wins: dict[str, int] = {c: 0 for c in ALL_CONSTRUCTIONS}
         for r in sel:
@@ -45,23 +55,3 @@ def construction_ratios(rows: list[dict], eps: float) -> dict[str, dict[str, flo
             out[fam].update({f"best_share_{c}": wins[c] / len(sel) for c in ALL_CONSTRUCTIONS})
             out[fam]["operators"] = len(sel)
     return out
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("table", help="bracket.csv of a store bracketed with --mode full")
-    ap.add_argument("--eps", type=float, default=0.25)
-    args = ap.parse_args(argv)
-    with open(args.table, newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    res = construction_ratios(rows, args.eps)
-    print(f"median rank / best construction's rank at eps {args.eps:g}")
-    print("family".ljust(10) + "ops".rjust(5) + "".join(c.rjust(10) for c in ALL_CONSTRUCTIONS))
-    for fam, d in res.items():
-        print(fam.ljust(10) + str(d["operators"]).rjust(5) + "".join(f"{d[c]:10.2f}" for c in ALL_CONSTRUCTIONS))
-        print("  best in".ljust(15) + "".join(f"{100 * d['best_share_' + c]:9.0f}%" for c in ALL_CONSTRUCTIONS))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

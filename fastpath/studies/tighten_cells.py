@@ -11,19 +11,17 @@ exact bracket from its reductions and sub-cells (no witness search: too slow at 
 tightened witness checked exactly in rationals as a second exact upper end, and ``exact_rank``
 where the two exact ends meet.
 
-    python -m softrank.fastpath.studies.tighten_cells STORE --records ID,... --sizes 6,8 --cells 2 --out FILE.csv
+    softrank study tighten-cells STORE --records ID,... --sizes 6,8 --cells 2 --out FILE.csv
 """
 
 from __future__ import annotations
 
-import argparse
 import signal
 import time
 from fractions import Fraction
 
 import numpy as np
 from softrank.fastpath.bracket.matrix import bracket_matrix
-from softrank.fastpath.store.files import write_csv
 from softrank.fastpath.operator_cache import OperatorCache
 from softrank.fastpath.tighten.lower import grow_decoder
 from softrank.fastpath.tighten.upper import descend_minimax
@@ -130,29 +128,3 @@ def study(store, records, sizes, cells: int, seed: int = 0, eps_list=EPS, second
                     row["exact_rank"] = row["exact_upper"] if same else None
                     rows.append(row)
     return rows
-
-
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m softrank.fastpath.studies.tighten_cells", description=__doc__.splitlines()[0])
-    p.add_argument("store")
-    p.add_argument("--records", required=True)
-    p.add_argument("--sizes", default="6,8")
-    p.add_argument("--cells", type=int, default=2)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--seconds", type=float, default=5.0, help="tightening time per end and cell")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds of the oracle per cell and eps")
-    p.add_argument("--out", required=True)
-    a = p.parse_args(argv)
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(1)
-    rows = study(a.store, a.records.split(","), [int(s) for s in a.sizes.split(",")], a.cells, a.seed,
-                 seconds=a.seconds, timeout=a.timeout)
-    write_csv(a.out, rows)
-    for r in rows:
-        print(r)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -18,15 +18,16 @@ otherwise **trend unresolved**.
 from __future__ import annotations
 
 import math
-import os
 from collections import defaultdict
 from fractions import Fraction
 from pathlib import Path
 
+from softrank.exact.tolerance import Tolerance
+from softrank.fastpath.runner import RecordsJob, limit_threads
 from softrank.replay.engine import validated_verdict as verdict
 from softrank.validated.errors import InputError
 
-STUDY_EPS = 0.25
+STUDY_EPS = "0.25"
 DEFAULT_WIDTHS = (64, 128, 256, 512)
 DEFAULT_BUDGETS = (8, 16, 32)
 HEADS_PER_SOURCE = 6  # operators per source (the research page: 6 fixed heads per document)
@@ -35,7 +36,6 @@ ALPHA = 0.05
 DECLINES = "declines with width"
 UNRESOLVED = "trend unresolved"
 VERDICTS = ("feasible", "impossible", "unresolved")
-
 
 
 
@@ -106,10 +106,9 @@ def long_passages(lm, count: int, tokens: int, seed: int) -> list[tuple[str, str
     return picks
 
 
-def replay_one(folder: str) -> list[dict]:
-    """The study's row per tolerance of one bracketed record: its pair, width, float64 and
-    validated ends."""
-    from softrank.fastpath.bracket.store import limit_threads
+def replay_one(folder: str, tolerance: Tolerance | None = None) -> list[dict]:
+    """The study's row per tolerance of one bracketed record (only ``tolerance``, compared exactly,
+    when given): its pair, width, float64 and validated ends."""
     from softrank.replay.engine import replay_record
     from softrank.replay.reader import read_record
 
@@ -118,6 +117,8 @@ def replay_one(folder: str) -> list[dict]:
     prov = record.provenance
     rows = []
     for t in replay_record(record).tolerances:
+        if tolerance is not None and t.eps != tolerance.value:
+            continue
         rows.append({"record_id": record.record_id, "N": int(prov.get("block_width") or record.shape[1]),
                      "source_id": prov.get("source_id"), "layer": prov.get("layer"), "head": prov.get("head"),
                      "eps": float(t.eps), "float64_lower": _tol(record, t.eps).float64_lower,
@@ -126,11 +127,11 @@ def replay_one(folder: str) -> list[dict]:
     return rows
 
 
-def replay_entry(folder: str) -> tuple[list[dict], tuple[str, str, str] | None]:
-    """``replay_one``'s rows, or none and the ``InputError``'s (where, field, message) of a record
-    that cannot be read (plain data: it crosses a process pool)."""
+def replay_entry(task: tuple) -> tuple[list[dict], tuple[str, str, str] | None]:
+    """``replay_one(folder, tolerance)``'s rows, or none and the ``InputError``'s (where, field,
+    message) of a record that cannot be read (plain data: it crosses to a worker and back)."""
     try:
-        return replay_one(folder), None
+        return replay_one(*task), None
     except InputError as err:
         return [], (err.where, err.field, err.message)
 
@@ -139,33 +140,18 @@ def _tol(record, eps):
     return next(t for t in record.tolerances if t.eps == eps)
 
 
-def replay_store_rows(store, jobs: int = 1, progress=None, errors: list | None = None) -> list[dict]:
-    """``replay_one`` over every entry of ``records/`` (a process pool of ``jobs`` workers).  With
-    an ``errors`` list, a record that cannot be read (an entry that is not a folder among them) adds
-    its one-line error there and the others go on; without one, it raises ``InputError``."""
+def replay_store_rows(store, jobs: int = 1, progress=None, errors: list | None = None,
+                     tolerance: Tolerance | None = None) -> list[dict]:
+    """``replay_one`` over every entry of ``records/`` (``jobs`` workers).  With an ``errors`` list,
+    a record that cannot be read (an entry that is not a folder among them) adds its one-line error
+    there and the others go on; without one, it raises ``InputError``."""
     from softrank.replay.reader import record_entries
 
-    folders = [str(f) for f in record_entries(store)]
-    rows: list[dict] = []
-    failed: list[InputError] = []
-    if jobs > 1 and len(folders) > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            for i, (part, error) in enumerate(pool.map(replay_entry, folders)):
-                rows.extend(part)
-                failed.extend([InputError(*error)] if error else [])
-                if progress:
-                    progress(i + 1, len(folders))
-    else:
-        for i, folder in enumerate(folders):
-            part, error = replay_entry(folder)
-            rows.extend(part)
-            failed.extend([InputError(*error)] if error else [])
-            if progress:
-                progress(i + 1, len(folders))
+    job = RecordsJob(record_entries(store))
+    payloads = job.run(replay_entry, lambda f: (f, tolerance), jobs=jobs, progress=progress)
+    results = [payloads[name] for name in job.names()]  # in store order
+    rows = [row for part, _ in results for row in part]
+    failed = [InputError(*error) for _, error in results if error]
     if failed and errors is None:
         raise failed[0]
     if errors is not None:
@@ -190,20 +176,22 @@ def extract_blocks(model, store, widths, operators: int, sources: int | None = N
                             max_operators=operators * len(widths), seed=seed, progress=progress)
 
 
-def run_study(model, out, widths=DEFAULT_WIDTHS, budgets=DEFAULT_BUDGETS, operators: int = 16, eps: float = STUDY_EPS,
+def run_study(model, out, widths=DEFAULT_WIDTHS, budgets=DEFAULT_BUDGETS, operators: int = 16, eps=STUDY_EPS,
               jobs: int = 2, reuse: bool = False, progress=None, errors: list | None = None,
               **extract_options) -> dict:
     """Extract, bracket and replay into ``out`` (``out/store``, ``out/study.csv``,
     ``out/cells.csv``, ``out/study.json``); returns ``{"cells", "classes", "seconds", "settings"}``.
+    ``eps``: one tolerance (``Tolerance.parse``: text, a ``Fraction``, or a float read as the
+    decimal it prints as).
     ``progress(stage, done, total)`` is called as each stage advances.  With an ``errors`` list, a
     record that cannot be read adds its one-line error there and the study goes on without it
     (without one, it raises ``InputError``)."""
     import time
 
-    from softrank.fastpath.bracket.store import bracket_store, eps_text
+    from softrank.fastpath.bracket.store import bracket_store
     from softrank.fastpath.store.files import write_csv, write_json
 
-    out, seconds = Path(out), {}
+    out, seconds, tolerance = Path(out), {}, Tolerance.parse(eps)
     store = out / "store"
     have = (store / "records").is_dir() and any((store / "records").iterdir())
     if have and not reuse:
@@ -214,16 +202,15 @@ def run_study(model, out, widths=DEFAULT_WIDTHS, budgets=DEFAULT_BUDGETS, operat
         extract_blocks(model, store, widths, operators, progress=report("extract"), **extract_options)
         seconds["extract"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        bracket_store(store, eps_list=[eps], jobs=jobs, progress=report("bracket"))
+        bracket_store(store, eps_list=[tolerance], jobs=jobs, progress=report("bracket"))
         seconds["bracket"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    rows = replay_store_rows(store, jobs=jobs, progress=report("replay"), errors=errors)
+    rows = replay_store_rows(store, jobs=jobs, progress=report("replay"), errors=errors, tolerance=tolerance)
     seconds["replay"] = time.perf_counter() - t0
-    rows = [r for r in rows if abs(r["eps"] - float(eps)) < 1e-12]
     result = {"cells": aggregate(rows, budgets), "classes": classify(rows, budgets), "seconds": seconds,
               "settings": {"model": str(getattr(model, "name", model)), "widths": sorted(set(widths)),
                            "budgets": list(budgets), "operators_per_width": operators,
-                           "eps": eps_text(eps)}}
+                           "eps": tolerance.text}}
     write_csv(out / "study.csv", rows)
     write_csv(out / "cells.csv", result["cells"])
     write_json(out / "study.json", result)

@@ -18,8 +18,12 @@ worse, and the stored certificates stay in the record (a new certificate the rep
 accept leaves the old lower end).  Every tolerance keeps its stored ``eps`` field exactly (the
 JSON number or text of the source record).  A record where nothing improved is copied unchanged.
 
-``tighten_store`` does that for the records of a store and writes ``tighten.csv`` (one row per
-record and tolerance tried: L/U before and after, seconds) and ``index.csv``.
+``fastpath/tighten/store.py`` does that for the records of a store (``tighten_store``) and writes
+``tighten.csv`` (one row per record and tolerance tried: L/U before and after, seconds) and
+``index.csv``.
+
+Tolerances are ``softrank.exact.tolerance.Tolerance`` values, matched with the stored ones by
+their nearest binary64 number (``0.15`` and a stored binary64(0.15) are one tolerance).
 """
 
 from __future__ import annotations
@@ -31,28 +35,25 @@ import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+from softrank.exact.tolerance import Tolerance
 from softrank.fastpath.bracket.matrix import BUDGETS, resolved, verdict
-from softrank.fastpath.store.files import make_temp_dir, read_regular_file, write_csv
+from softrank.fastpath.store.files import make_temp_dir, read_regular_file
 from softrank.fastpath.float64 import decoder_value, max_row_l1
 from softrank.fastpath.lower.certificates import MARGIN, Certificate
 from softrank.fastpath.operator_cache import OperatorCache
 from softrank.fastpath.upper.rank_search import Witness
 from softrank.fastpath.tighten.lower import grow_decoder
 from softrank.fastpath.tighten.upper import AdamSettings, descend_minimax
-from softrank.fastpath.store.writer import RecordWriter, write_index
-from softrank.replay.reader import MANIFEST_BYTES, MAX_LOWER, read_record, record_entries
+from softrank.fastpath.store.writer import RecordWriter
+from softrank.replay.reader import MANIFEST_BYTES, MAX_LOWER, read_record
 from softrank.validated.errors import InputError
 
 PRODUCER = "softrank.fastpath.tighten 0.1"
 UPPER_SHARE = 0.5  # at most this share of a tolerance's time goes to the upper end
-TABLE = "tighten.csv"
 DEFAULT_SETTINGS = AdamSettings()
-FIELDS = ["record_id", "model", "eps", "eps_value", "lower_before", "upper_before", "lower_after", "upper_after",
-          "resolved_before", "resolved_after", "upper_construction", "seconds_upper", "seconds_lower", "seconds"]
 
 
 @dataclass(eq=False)  # identity: states are compared with ``is`` / ``in``
@@ -60,15 +61,19 @@ class EpsState:
     """One stored tolerance of the record being tightened."""
 
     index: int  # position in the record's tolerances
-    eps: float  # the float used in the computation
+    tol: Tolerance  # its exact value and nearest binary64 number (used in the computation)
     raw: object  # the stored ``eps`` field, written back unchanged
-    text: str
+    text: str  # the stored field's text, as tighten.csv prints it
     stored_witness: Witness | None
     stored_lower: int
     witness: Witness | None  # best checked witness so far (the stored one at first)
     lower: int  # best lower end so far
     new_cert: Certificate | None = None
     seconds: dict = field(default_factory=lambda: {"upper": 0.0, "lower": 0.0})
+
+    @property
+    def eps(self) -> float:
+        return self.tol.binary64
 
     @property
     def upper(self) -> int | None:
@@ -78,13 +83,13 @@ class EpsState:
 def _states(record, doc: dict, A: np.ndarray) -> list[EpsState]:
     out = []
     for i, t in enumerate(record.tolerances):
-        e = float(t.eps)
         w = None
         if t.upper is not None:
             w = Witness(t.upper.rank, t.upper.X, t.upper.Y, t.upper.construction or "stored",
                         max_row_l1(A, t.upper.X, t.upper.Y))
         low = t.float64_lower if t.float64_lower is not None else max([1] + [c.lower for c in t.lower])
-        out.append(EpsState(i, e, doc["tolerances"][i]["eps"], t.eps_text, w, low, w, low))
+        out.append(EpsState(i, Tolerance.stored(t.eps, t.eps_text), doc["tolerances"][i]["eps"], t.eps_text, w, low,
+                            w, low))
     return out
 
 
@@ -170,26 +175,12 @@ def select_states(states: list[EpsState], eps_list, only_unresolved: bool, p: in
         chosen = list(states)
     else:
         by_value = {s.eps: s for s in states}
-        picked = dict.fromkeys(float(e) for e in eps_list if float(e) in by_value)
+        floats = [Tolerance.parse(e).binary64 for e in eps_list]
+        picked = dict.fromkeys(f for f in floats if f in by_value)
         chosen = [by_value[e] for e in picked]
     if only_unresolved:
         chosen = [s for s in chosen if not resolved(s.lower, s.upper, p)]
     return chosen
-
-
-def stored_eps(folders) -> set[float]:
-    """The nearest binary64 numbers of the tolerances stored in the records' manifests (read as
-    JSON only; ``read_record`` checks every field when a record is tightened)."""
-    out: set[float] = set()
-    for f in folders:
-        try:
-            doc = json.loads(read_regular_file(Path(f) / "record.json", MANIFEST_BYTES).decode("utf-8"))
-            for t in doc.get("tolerances", []):
-                e = t.get("eps")
-                out.add(float(Fraction(e)) if isinstance(e, str) else float(e))
-        except (OSError, ValueError, TypeError, AttributeError, ZeroDivisionError):
-            continue  # read_record reports the defect with its field when the record is read
-    return out
 
 
 def tighten_record(folder, out_store, eps_list=None, budget_seconds: float = 120.0,
@@ -236,6 +227,16 @@ def _write(out_store, record, states: list[EpsState]) -> None:
             w.add_tolerance(s.raw, upper=upper, lower=lower, float64=f64)
 
 
+def _row(record, s: EpsState, before: tuple[int, int | None], p: int) -> dict:
+    return {"record_id": record.record_id, "model": str(record.provenance.get("model", "")),
+            "eps": s.text, "eps_value": s.eps, "lower_before": before[0], "upper_before": before[1],
+            "lower_after": s.lower, "upper_after": s.upper,
+            "resolved_before": resolved(before[0], before[1], p), "resolved_after": resolved(s.lower, s.upper, p),
+            "upper_construction": None if s.witness is None else s.witness.construction,
+            "seconds_upper": round(s.seconds["upper"], 3), "seconds_lower": round(s.seconds["lower"], 3),
+            "seconds": round(s.seconds["upper"] + s.seconds["lower"], 3)}
+
+
 def copy_record(folder, out_store) -> Path:
     """Copy a record folder unchanged into ``out_store``: assembled in a temporary folder and
     moved in by one rename (a record already there is replaced by two renames, as
@@ -272,83 +273,3 @@ def _only_regular_files(folder: Path) -> None:
             mode = os.lstat(path).st_mode
             if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 raise InputError(str(folder), str(path.relative_to(folder)), "is not a regular file (not copied)")
-
-
-def _row(record, s: EpsState, before: tuple[int, int | None], p: int) -> dict:
-    return {"record_id": record.record_id, "model": str(record.provenance.get("model", "")),
-            "eps": s.text, "eps_value": s.eps, "lower_before": before[0], "upper_before": before[1],
-            "lower_after": s.lower, "upper_after": s.upper,
-            "resolved_before": resolved(before[0], before[1], p), "resolved_after": resolved(s.lower, s.upper, p),
-            "upper_construction": None if s.witness is None else s.witness.construction,
-            "seconds_upper": round(s.seconds["upper"], 3), "seconds_lower": round(s.seconds["lower"], 3),
-            "seconds": round(s.seconds["upper"] + s.seconds["lower"], 3)}
-
-
-def check_selection(store, eps_list=None, records=None) -> None:
-    """``InputError`` unless every id of ``records`` is a record of ``store`` and every tolerance
-    of ``eps_list`` is stored in some record (an entry of ``records/`` that is not a folder counts
-    as a record: it is reported as malformed when it is read)."""
-    folders = record_entries(store)
-    if records is not None:
-        known = {f.name for f in folders}
-        missing = [r for r in records if r not in known]
-        if missing:
-            raise InputError(str(store), "records", f"no record {missing[0]!r} in this store")
-    if eps_list is not None:
-        have = stored_eps(folders if records is None else [f for f in folders if f.name in records])
-        absent = [e for e in eps_list if float(e) not in have]
-        if absent:
-            raise InputError(str(store), "eps", f"no record stores the tolerance {absent[0]}")
-
-
-def tighten_task(args: tuple) -> dict:
-    """One record, ``(folder, out_store, eps_list, budget_seconds, only_unresolved, settings,
-    lower_goal, tighten)``: tightened (or, with ``tighten`` false, copied) into ``out_store`` with
-    one BLAS thread; returns plain data, ``record_id`` and its table ``rows``, and for a record
-    that cannot be read (or copied) its one-line ``error``; such a record is not written to
-    ``out_store``."""
-    folder, out_store, eps_list, budget_seconds, only_unresolved, settings, lower_goal, tighten = args
-    import scipy.linalg  # noqa: F401  (loaded first, so that the limit reaches scipy's BLAS too)
-    from threadpoolctl import threadpool_limits
-
-    try:
-        if not tighten:
-            copy_record(folder, out_store)
-            return {"record_id": Path(folder).name, "rows": []}
-        with threadpool_limits(limits=1):
-            rows = tighten_record(folder, out_store, eps_list, budget_seconds, only_unresolved, settings, lower_goal)
-    except InputError as err:  # a malformed record: reported and not written; the others go on
-        return {"record_id": Path(folder).name, "rows": [], "error": err.one_line()}
-    return {"record_id": Path(folder).name, "rows": rows}
-
-
-def serial_map(func, tasks):
-    """``(index, func(task))`` in order, in this process (``tighten_store``'s default mapper)."""
-    for i, task in enumerate(tasks):
-        yield i, func(task)
-
-
-def tighten_store(store, out_store, eps_list=None, budget_seconds: float = 120.0, only_unresolved: bool = False,
-                  records=None, progress=None, settings: AdamSettings = DEFAULT_SETTINGS,
-                  lower_goal: str = "resolve", mapper=serial_map, errors: list | None = None) -> list[dict]:
-    """Tighten the records of ``store`` (``records``: ids to tighten, None: all; the others are
-    copied unchanged) into ``out_store``; writes ``tighten.csv`` and ``index.csv`` there and
-    returns the table rows (in store order).  ``mapper(func, tasks)`` yields ``(index, result)``
-    in any order (the front end passes a process pool or a Dask cluster); ``progress(done,
-    total)`` is called after each record; the one-line error of each record that could not be
-    read (an entry of ``records/`` that is not a folder among them) is appended to ``errors``."""
-    folders = record_entries(store)
-    check_selection(store, eps_list, records)
-    tasks = [(f, str(out_store), eps_list, budget_seconds, only_unresolved, settings, lower_goal,
-              records is None or f.name in records) for f in folders]
-    results: dict[int, dict] = {}
-    for i, payload in mapper(tighten_task, tasks):
-        results[i] = payload
-        if progress:
-            progress(len(results), len(folders))
-    rows = [row for i in range(len(folders)) for row in results[i]["rows"]]
-    if errors is not None:
-        errors.extend(results[i]["error"] for i in range(len(folders)) if results[i].get("error"))
-    write_index(out_store)
-    write_csv(Path(out_store) / TABLE, rows, FIELDS)
-    return rows

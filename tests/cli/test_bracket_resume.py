@@ -26,7 +26,7 @@ BRACKET = [sys.executable, "-m", "softrank", "bracket", "--eps", "0.25", "--no-p
 # The same command, held (SIGKILL expected) just before the manifest is written: index.csv and
 # bracket.csv are already there, the journal is whole.
 HOLD = ("import pathlib, sys, time\n"
-        "import softrank.cli.bracket as b\n"
+        "import softrank.fastpath.bracket.store as b\n"
         "def hold(path, obj):\n"
         "    pathlib.Path(sys.argv[1]).write_text('held')\n"
         "    time.sleep(600)\n"

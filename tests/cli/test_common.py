@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from softrank.cli.common import (check_count, parse_count, parse_eps_exact, parse_int_list, parse_tolerances,
-                                 progress)
+from softrank.cli.args import check_count, parse_count, parse_eps_exact, parse_int_list, parse_tolerances
+from softrank.cli.progress import progress
 from softrank.cli.tables import write_table
 from softrank.validated.errors import InputError
 
@@ -24,7 +24,10 @@ def _in_tmp(tmp_path, monkeypatch):
 
 
 def test_parse_tolerances():
-    assert parse_tolerances("0.35, 0.15,0.25,0.15") == [Fraction(3, 20), Fraction(1, 4), Fraction(7, 20)]
+    tolerances = parse_tolerances("0.35, 0.15,0.25,0.15")
+    assert [t.value for t in tolerances] == [Fraction(3, 20), Fraction(1, 4), Fraction(7, 20)]
+    assert [t.text for t in tolerances] == ["0.15", "0.25", "0.35"]
+    assert [t.binary64 for t in tolerances] == [0.15, 0.25, 0.35]
     for bad in ("", "0", "1", "abc", "0.2,1.5", " , "):
         with pytest.raises(InputError):
             parse_tolerances(bad)
@@ -62,7 +65,8 @@ def test_counts_have_upper_limits_and_paths_are_checked_before_work(tmp_path):
     path, and an output folder inside the input are refused before anything is created."""
     import os
 
-    from softrank.cli.common import check_outside, max_jobs, output_dir, output_file
+    from softrank.cli.args import max_jobs
+    from softrank.cli.paths import check_outside, output_dir, output_file
 
     assert check_count(5, "repeats", maximum=5) == 5 and max_jobs() >= 64
     with pytest.raises(InputError, match=r"repeats.*<= 5, got 6"):
@@ -91,7 +95,7 @@ def test_an_output_file_in_a_read_only_folder_is_refused_first(tmp_path, monkeyp
     """Checked before the work (report drew every figure, then failed naming a temporary file)."""
     import os
 
-    from softrank.cli.common import output_file
+    from softrank.cli.paths import output_file
 
     monkeypatch.setattr(os, "access", lambda path, mode: False)  # as a user without write permission there
     with pytest.raises(InputError, match="permission denied") as err:
@@ -148,7 +152,7 @@ def test_summary_helpers_skip_missing_ratios_and_json_is_standard():
     import json
     import math
 
-    from softrank.cli.common import json_text, max_or_none, median_or_none, shown_number
+    from softrank.cli.summaries import json_text, max_or_none, median_or_none, shown_number
 
     assert median_or_none([3.0, None, math.nan, 1.0, math.inf, 2.0]) == 2.0
     assert max_or_none([None, -1.0, math.nan]) == -1.0

@@ -235,7 +235,7 @@ def test_bootstrap_bound_value():
 
 
 def test_the_check_knows_the_written_lower_outcome_fields():
-    from softrank.cli.replay_tables import LOWER_OUTCOME
-    from softrank.fastpath.store.replay_table import LOWER_OUTCOME_FIELDS
+    from softrank.cli.replay_tables import REPLAY_COLUMNS as WRITTEN
+    from softrank.fastpath.store.replay_table import LOWER_OUTCOME, LOWER_OUTCOME_FIELDS, REPLAY_COLUMNS
 
-    assert tuple(LOWER_OUTCOME.names) == LOWER_OUTCOME_FIELDS
+    assert tuple(LOWER_OUTCOME.names) == LOWER_OUTCOME_FIELDS and WRITTEN is REPLAY_COLUMNS

@@ -13,7 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from softrank.cli.replay_tables import eps_fraction, eps_text
+from softrank.exact.tolerance import Tolerance
+from softrank.fastpath.store.replay_table import eps_fraction
 from softrank.cli.tables import table_metadata
 from softrank.fastpath.float64 import rowsoftmax64
 from softrank.fastpath.store.writer import RecordWriter
@@ -58,7 +59,8 @@ def test_eps_prints_exactly_and_two_tolerances_never_print_alike(tmp_path):
             assert Fraction(Decimal(r["upper_bound"])) >= err  # rounded up, never below the bound
     assert by_eps["binary64(0.1)"]["upper_outcome"] == "proved" and by_eps["0.1"]["upper_outcome"] == "refuted"
     assert proc.returncode == 0  # a refuted witness alone does not fail the run unless --fail-on says so
-    assert eps_text(Fraction(1, 4), "0.25") == "0.25" and eps_text(Fraction(3, 20), "3/20") == "3/20"
+    assert Tolerance.stored(Fraction(1, 4), "0.25").text == "0.25"
+    assert Tolerance.stored(Fraction(3, 20), "3/20").text == "3/20"
 
 
 def test_columns_are_typed_and_carry_metadata(tmp_path):

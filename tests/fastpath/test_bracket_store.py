@@ -133,11 +133,12 @@ def test_cli_run_bad_arguments(tmp_path, capsys, argv):
 def test_parse_tolerances_reads_exact_rationals():
     from fractions import Fraction
 
-    from softrank.cli.common import parse_tolerances
+    from softrank.cli.args import parse_tolerances
     from softrank.validated.errors import InputError
 
-    assert parse_tolerances("0.25, 0.15,3/20,1.5e-1,1e-1") == [Fraction(1, 10), Fraction(3, 20), Fraction(1, 4)]
-    assert parse_tolerances("0.15,0.25,0.35") == [Fraction(3, 20), Fraction(1, 4), Fraction(7, 20)]
+    assert [t.value for t in parse_tolerances("0.25, 0.15,3/20,1.5e-1,1e-1")] == [Fraction(1, 10), Fraction(3, 20),
+                                                                                   Fraction(1, 4)]
+    assert [t.value for t in parse_tolerances("0.15,0.25,0.35")] == [Fraction(3, 20), Fraction(1, 4), Fraction(7, 20)]
     for bad in ("", " , ", "0", "1", "3/2", "abc", "1e-999", "0.15,0.15000000000000000001"):
         with pytest.raises(InputError, match="eps"):
             parse_tolerances(bad)
@@ -163,10 +164,15 @@ def test_cli_eps_is_the_exact_rational_in_records_table_and_replay(tmp_path, cap
     assert all(r["upper_outcome"] == "proved" for r in replayed)
 
 
-def test_float_tolerances_from_python_stay_binary64(tmp_path):
+def test_float_tolerances_from_python_are_the_decimals_they_print_as(tmp_path):
+    """From Python, as on the command line, 0.15 is 3/20 (stored as "0.15"); a Fraction and text are
+    the same tolerance, so they are one."""
+    from fractions import Fraction
+
     store = make_store(tmp_path / "store", count=1, n=12)
-    rows = bracket_store(store, jobs=1, eps_list=(0.15, 0.25))
-    assert [r["eps"] for r in rows] == [0.15, 0.25] and [r["eps_text"] for r in rows] == ["binary64(0.15)", "0.25"]
+    rows = bracket_store(store, jobs=1, eps_list=(0.15, 0.25, Fraction(3, 20), "1/4"))
+    assert [r["eps"] for r in rows] == [0.15, 0.25] and [r["eps_text"] for r in rows] == ["0.15", "0.25"]
     doc = json.loads((list_records(store)[0] / "record.json").read_text())
-    assert [t["eps"] for t in doc["tolerances"]] == [0.15, 0.25]
-    assert [r["eps"] for r in csv.DictReader(open(store / "bracket.csv"))] == ["binary64(0.15)", "0.25"]
+    assert [t["eps"] for t in doc["tolerances"]] == ["0.15", "0.25"]
+    assert [t.eps for t in read_record(list_records(store)[0]).tolerances] == [Fraction(3, 20), Fraction(1, 4)]
+    assert [r["eps"] for r in csv.DictReader(open(store / "bracket.csv"))] == ["0.15", "0.25"]

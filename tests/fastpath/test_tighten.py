@@ -18,7 +18,9 @@ from softrank.fastpath.float64 import decoder_value, max_row_l1, rowsoftmax64
 from softrank.fastpath.lower.certificates import MARGIN, Certificate
 from softrank.fastpath.operator_cache import OperatorCache
 from softrank.fastpath.upper.rank_search import Witness
-from softrank.fastpath.tighten.records import tighten_record, tighten_store
+from softrank.fastpath.tighten.records import tighten_record
+from softrank.fastpath.tighten.store import tighten_store
+from softrank.exact.tolerance import Tolerance
 from softrank.fastpath.store.writer import RecordWriter
 from softrank.replay.reader import read_record
 
@@ -183,7 +185,7 @@ def test_stored_eps_skips_a_record_json_that_is_a_fifo(tmp_path):
     import os
     import signal
 
-    from softrank.fastpath.tighten.records import stored_eps
+    from softrank.fastpath.tighten.store import stored_eps
 
     store = tmp_path / "store"
     loose_record(store, "a", seed=0)
@@ -276,7 +278,8 @@ def test_write_keeps_the_strongest_certificates_up_to_the_readers_limit(tmp_path
                         float64={"lower": 2, "upper": None, "verdicts": {}})
     record = read_record(src / "records" / "r1")
     monkeypatch.setattr(tg, "MAX_LOWER", 2)
-    state = tg.EpsState(index=0, eps=0.25, raw=record.tolerances[0].eps_text, text="1/4", stored_witness=None,
+    state = tg.EpsState(index=0, tol=Tolerance.parse("1/4"), raw=record.tolerances[0].eps_text, text="1/4",
+                        stored_witness=None,
                         stored_lower=2, witness=None, lower=3,
                         new_cert=Certificate("frobenius", 3))
     tg._write(tmp_path / "out", record, [state])

@@ -20,185 +20,16 @@ The rank brackets come from the replay table; ``kappa_corr`` does the statistics
 from __future__ import annotations
 
 import json
-import math
-import os
 import time
 from pathlib import Path
 
-import numpy as np
-
-from softrank.fastpath.store.files import write_json
+from softrank.fastpath.runner import RecordsJob, limit_threads
+from softrank.fastpath.store.files import write_json, write_text
+from softrank.fastpath.studies.theorem.kappa_operator import DEFAULT_RANKS, KAPPA_TOL, operator_study
 from softrank.validated.errors import InputError
-
-DEFAULT_RANKS = (2, 4, 8, 16)
-KAPPA_TOL = 1e-5
-
-
-def column_weights(f: np.ndarray) -> np.ndarray:
-    """w[j, j'] = max_i (F_ij - F_ij') (the column graph of the cycle lemma)."""
-    n = f.shape[1]
-    w = np.empty((n, n))
-    for j in range(n):
-        w[j] = (f[:, [j]] - f).max(0)
-    return w
-
-
-def column_term(f: np.ndarray, lam: float) -> np.ndarray:
-    """Longest-path potentials: c_j - c_j' >= w[j, j'] - lam for all j, j' (Bellman-Ford), so that
-    max_i osc(F_i - c) <= lam when lam is at least the maximum cycle mean (float, untrusted)."""
-    w = column_weights(f) - (lam * (1 + 1e-12) + 1e-15)
-    c = np.zeros(f.shape[1])
-    for _ in range(f.shape[1]):
-        new = np.maximum(c, (c[None, :] + w).max(1))
-        if np.array_equal(new, c):
-            break
-        c = new
-    return c
-
-
-def tau_float(h: np.ndarray, x0: np.ndarray, y0: np.ndarray) -> float:
-    from softrank.fastpath.studies.theorem.tau import max_mean_cycle
-
-    return 2 * math.tanh(max(max_mean_cycle(h - x0 @ y0.T)[0], 0.0) / 4)
-
-
-def tau_validated(balls, h: np.ndarray, x0: np.ndarray, y0: np.ndarray) -> dict:
-    """tau_lower <= tau(X0 Y0^T) <= tau_upper, both from validated/tau.py."""
-    from softrank.fastpath.studies.theorem.tau import max_mean_cycle
-    from softrank.validated.balls import lower_fraction
-    from softrank.validated.tau import check_tau_bound, q_lower_cycle, tau_from_q_ball
-
-    f = h - x0 @ y0.T
-    lam, rows, cols = max_mean_cycle(f)
-    chk = check_tau_bound(balls, x0, y0, column_term(f, lam))
-    lo = tau_from_q_ball(q_lower_cycle(balls, x0, y0, rows, cols))
-    return {"tau_float": 2 * math.tanh(max(lam, 0.0) / 4), "tau_upper": chk.tau_hat_upper,
-            "tau_lower": max(0.0, float(lower_fraction(lo))) if lo.is_finite() else 0.0,
-            "tau_outcome": chk.check.outcome.value}
-
-
-class _Operator:
-    """One record's float data: logits, C, its SVD, rank, and cached float tau per rank."""
-
-    def __init__(self, rec):
-        from softrank.fastpath.studies.theorem.kappa_full import numerical_rank
-        from softrank.fastpath.studies.theorem.records import double_centre, logits_float
-
-        self.rec = rec
-        self.h = logits_float(rec)
-        self.u, self.s, self.vt = np.linalg.svd(double_centre(self.h), full_matrices=False)
-        self.rank = max(1, numerical_rank(self.s))
-        self.taus: dict[int, float] = {}
-
-    def factors(self, r: int) -> tuple[np.ndarray, np.ndarray]:
-        g = np.sqrt(self.s[:r])
-        return np.ascontiguousarray(self.u[:, :r] * g), np.ascontiguousarray(self.vt[:r].T * g)
-
-    def tau(self, r: int) -> float:
-        if r >= self.rank:
-            return 0.0
-        if r not in self.taus:
-            self.taus[r] = tau_float(self.h, *self.factors(r))
-        return self.taus[r]
-
-    def rank_for(self, eps: float) -> int:
-        """The least r with float tau(T_r) < eps, by bisection on [1, rank C]."""
-        lo, hi = 0, self.rank
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if self.tau(mid) < eps else (mid, hi)
-        return hi
-
-
-def _bal(x0: np.ndarray, y0: np.ndarray) -> dict:
-    from softrank.fastpath.studies.theorem.kappa_sdp import chebyshev_centre
-    from softrank.validated import kappa_certificates as kc
-    from softrank.validated.balls import float_at_least
-
-    cx, rx, _ = chebyshev_centre(x0)
-    cy, ry, _ = chebyshev_centre(y0)
-    return {"kappa_bal": rx * ry, "kappa_bal_upper": float_at_least(kc.radius_upper(x0, cx) * kc.radius_upper(y0, cy))}
-
-
-def rank_entry(op: _Operator, r: int, balls, full: dict) -> dict:
-    """tau, kappa and kappa_bal of T_r (r = rank C: C itself, tau = 0 exactly)."""
-    from softrank.fastpath.studies.theorem.kappa_full import bracket_kappa_eg
-
-    t0 = time.perf_counter()
-    x0, y0 = op.factors(min(r, op.rank))
-    entry = {"r": r, "is_C": r >= op.rank}
-    if entry["is_C"]:
-        entry.update(tau_float=0.0, tau_upper=0.0, tau_lower=0.0, tau_outcome="exact (T = C)")
-        kap = full
-    else:
-        entry.update(tau_validated(balls, op.h, x0, y0))
-        kap = bracket_kappa_eg(x0, y0, tol=KAPPA_TOL)
-    entry.update(kappa_lower=kap["lower"], kappa_upper=kap["upper"], kappa_rel_gap=kap["rel_gap"],
-                 kappa_lower_validated=kap["lower_validated"])
-    entry.update(_bal(x0, y0))
-    entry["seconds"] = time.perf_counter() - t0
-    return entry
-
-
-def _gamma(rec) -> dict:
-    if rec.form != "qk" or rec.bias is not None:
-        return {"gamma": None, "gamma_upper": None,
-                "gamma_note": "logits record: no native factorization" if rec.form == "logits"
-                else "additive bias: C is not P_m (beta Q K^T) P_N"}
-    from softrank.fastpath.studies.theorem.kappa import gamma_native
-
-    g, g_up = gamma_native(rec.queries, rec.keys, float(rec.scale))
-    return {"gamma": g, "gamma_upper": g_up, "gamma_note": ""}
-
-
-def operator_study(folder: str, eps_list: list[float], ranks=DEFAULT_RANKS) -> dict:
-    """Everything the study needs from one record (one JSON-ready dict)."""
-    from softrank.fastpath.studies.theorem.kappa_full import kappa_c_record
-    from softrank.fastpath.studies.theorem.records import logits_balls_of
-    from softrank.replay.reader import read_record
-
-    t0 = time.perf_counter()
-    rec = read_record(Path(folder))
-    op, balls = _Operator(rec), logits_balls_of(rec)
-    full = kappa_c_record(rec, tol=KAPPA_TOL)
-    entries: dict[int, dict] = {}
-
-    def entry(r):
-        if r not in entries:
-            entries[r] = rank_entry(op, r, balls, full)
-        return entries[r]
-
-    for r in ranks:
-        entry(min(r, op.rank))
-    r_star = {}
-    for eps in eps_list:
-        r = op.rank_for(eps)
-        while entry(r)["tau_upper"] >= eps and r < op.rank:
-            r += 1
-        r_star[repr(float(eps))] = r
-    prov = rec.provenance
-    out = {"record_id": rec.record_id, "family": prov.get("family"), "model": prov.get("model"),
-           "source_id": prov.get("source_id"), "layer": prov.get("layer"), "head": prov.get("head"),
-           "m": rec.shape[0], "N": rec.shape[1], "form": rec.form, "rank_C": op.rank,
-           "ranks_requested": list(ranks), "fixed_ranks": [min(r, op.rank) for r in ranks], "r_star": r_star,
-           "kappa_C": full, "ranks": [entries[r] for r in sorted(entries)], **_gamma(rec)}
-    out["seconds"] = time.perf_counter() - t0
-    return json.loads(json.dumps(out, default=_jsonable))
-
-
-def _jsonable(v):
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating,)):
-        return float(v)
-    if isinstance(v, np.bool_):
-        return bool(v)
-    raise TypeError(type(v))
 
 
 def _worker(task):
-    from softrank.fastpath.bracket.store import limit_threads
-
     limit_threads()
     folder, eps_list, ranks, cache = task
     try:
@@ -207,9 +38,7 @@ def _worker(task):
         return {"record_id": Path(folder).name, "error": str(err), "bad_input": True}
     except Exception as err:  # one operator's failure is reported, the study goes on
         return {"record_id": Path(folder).name, "error": f"{type(err).__name__}: {err}"}
-    tmp = Path(cache).with_suffix(".tmp")
-    tmp.write_text(json.dumps(row))  # resume state, read back by the aggregation (NaN kept as NaN)
-    os.replace(tmp, cache)
+    write_text(cache, json.dumps(row))  # resume state, read back by the aggregation (NaN kept as NaN)
     return row
 
 
@@ -251,38 +80,6 @@ def read_brackets(replay_dir) -> dict:
     return out
 
 
-def _run_tasks(tasks: list, jobs: int, deadline: float, progress=None) -> list[dict]:
-    """``_worker`` over the tasks (a spawn pool of ``jobs`` processes); no task starts after
-    ``deadline`` (perf_counter seconds)."""
-    done: list[dict] = []
-    if jobs <= 1:
-        for t in tasks:
-            if time.perf_counter() > deadline:
-                break
-            done.append(_worker(t))
-            if progress:
-                progress(len(done), len(tasks))
-        return done
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    queue = iter(tasks)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        running: set = set()
-        while True:
-            while len(running) < jobs and time.perf_counter() <= deadline:
-                t = next(queue, None)
-                if t is None:
-                    break
-                running.add(pool.submit(_worker, t))
-            if not running:
-                return done
-            finished, running = wait(running, return_when=FIRST_COMPLETED)
-            done.extend(f.result() for f in finished)
-            if progress:
-                progress(len(done), len(tasks))
-
-
 def select_operators(store, brackets: dict, records: str | None = None, limit: int | None = None) -> list[dict]:
     """The store's records that the replay table covers, interleaved; optional ids and a limit.  Before
     them, every (chosen) entry of ``records/`` that is not a folder (a file, a FIFO, a dangling link):
@@ -320,14 +117,13 @@ def _cached(cache: Path, record_id: str, ranks, eps_list, brackets: dict) -> dic
     """The entry of an earlier run in ``cache`` when it is for this record, these ranks and these
     tolerances (else ``None``: the operator is computed again).  A corrupt entry (not JSON, cut
     short, of another form, one the statistics cannot use) is recomputed too, with one line on
-    stderr saying so; a special file there (a FIFO, a folder) is never opened."""
-    import stat
+    stderr saying so; a special file there (a FIFO, a folder) is never read."""
     import sys
 
+    from softrank.replay.reader import read_regular_file
+
     try:
-        if not stat.S_ISREG(os.stat(cache).st_mode):
-            raise ValueError("not a regular file")
-        old = json.loads(cache.read_text(encoding="utf-8"))
+        old = json.loads(read_regular_file(cache).decode("utf-8"))  # checked on the open file
     except FileNotFoundError:
         return None
     except (OSError, ValueError, RecursionError) as err:  # UnicodeDecodeError and JSONDecodeError included
@@ -352,6 +148,11 @@ def _cached(cache: Path, record_id: str, ranks, eps_list, brackets: dict) -> dic
     return old
 
 
+def _progress_of_new(progress, reused: int):
+    """``progress(done, total)`` over the operators computed in this run (not those reused)."""
+    return lambda done, total: progress(done - reused, total - reused)
+
+
 def run_kappa_study(store, replay_dir, out, ranks=DEFAULT_RANKS, jobs: int = 1, resume: bool = False,
                     max_minutes: float | None = None, records: str | None = None, limit: int | None = None,
                     n_boot: int = 2000, progress=None) -> dict:
@@ -360,22 +161,24 @@ def run_kappa_study(store, replay_dir, out, ranks=DEFAULT_RANKS, jobs: int = 1, 
     from softrank.fastpath.store.files import write_csv
     from softrank.fastpath.studies.theorem import kappa_corr as kcorr
 
-    t0 = time.perf_counter()
+    t0, started = time.perf_counter(), time.time()
     brackets = read_brackets(replay_dir)
     chosen = select_operators(store, brackets, records, limit)
     opdir = Path(out) / "operators"
     opdir.mkdir(parents=True, exist_ok=True)
-    ops, tasks = [], []
+    reused = {}
     for it in chosen:
-        cache = opdir / f"{it['record_id']}.json"
         eps_list = sorted(brackets.get(it["record_id"], {}))  # none for a stray entry (it fails when read)
-        old = _cached(cache, it["record_id"], ranks, eps_list, brackets) if resume else None
+        old = _cached(opdir / f"{it['record_id']}.json", it["record_id"], ranks, eps_list, brackets) if resume else None
         if old is not None:
-            ops.append(old)  # the same ranks and tolerances: reused
-        else:
-            tasks.append((it["folder"], eps_list, tuple(ranks), str(cache)))
-    deadline = t0 + 60 * max_minutes if max_minutes else math.inf
-    ops += _run_tasks(tasks, jobs, deadline, progress)
+            reused[it["record_id"]] = old  # the same ranks and tolerances: reused
+    job = RecordsJob([it["folder"] for it in chosen])
+    deadline = started + 60 * max_minutes if max_minutes else None  # no operator starts after it
+    done = job.run(_worker, lambda f: (f, sorted(brackets.get(Path(f).name, {})), tuple(ranks),
+                                       str(opdir / f"{Path(f).name}.json")),
+                   jobs=jobs, payloads=reused, deadline=deadline,
+                   progress=None if progress is None else _progress_of_new(progress, len(reused)))
+    ops = [reused[n] for n in job.names() if n in reused] + [done[n] for n in job.names() if n in done and n not in reused]
     seconds_ops = time.perf_counter() - t0
     rows = kcorr.study_rows([o for o in ops if "error" not in o], brackets)
     table = kcorr.correlation_table(rows, n_boot=n_boot)

@@ -120,7 +120,8 @@ def capture_attention(module, query, key, value, attention_mask, scaling=None, d
             session.refuse(module, problem)
         else:
             session.record(module, query, key, attention_mask, scaling, probs=probs,
-                           position_bias=kwargs.get("position_bias"), softcap=kwargs.get("softcap"))
+                           position_bias=kwargs.get("position_bias"), softcap=kwargs.get("softcap"),
+                           eager_logits=True)
     return out
 
 

@@ -84,6 +84,7 @@ class Capture:
     masked: torch.Tensor | None  # bool, broadcastable to (B, H', m, N): True where the mask removes the key
     probs: torch.Tensor | None = None  # (B, Hq, m, N): the model's own attention probabilities of the call
     softcap: float | None = None  # logits are c * tanh(scale * q.k / c) (+ bias): Gemma2's soft-capping
+    model_logits: torch.Tensor | None = None  # (B, Hq, m, N): a low-precision model's logits as it computed them
     dtype: str = "float32"  # the model's dtype for this call
     device: str = "cpu"
     id_part: str = ""  # stack / sub-path qualifier of the record ids ("" for a single-stack model)
@@ -159,6 +160,20 @@ class Capture:
         if bias is not None:
             h = h + bias.astype(np.float64)
         return h
+
+
+def eager_scores(query, key, attention_mask, scaling, position_bias=None, softcap=None) -> torch.Tensor:
+    """The logits as transformers' eager attention computes them, in the model's dtype:
+    ``q @ k^T * scaling``, soft-capped (``tanh(h / c) * c``), plus the position bias, plus the mask."""
+    n_rep = query.shape[1] // key.shape[1]
+    h = torch.matmul(query, repeat_kv(key, n_rep).transpose(2, 3)) * scaling
+    if softcap is not None:
+        h = torch.tanh(h / softcap) * softcap
+    if position_bias is not None:
+        h = h + position_bias
+    if attention_mask is not None and attention_mask.dtype != torch.bool:
+        h = h + attention_mask
+    return h
 
 
 def split_mask(attention_mask: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
@@ -335,9 +350,11 @@ class CaptureSession:
 
     def record(self, module, query: torch.Tensor, key: torch.Tensor, attention_mask, scaling, *,
                probs: torch.Tensor, position_bias: torch.Tensor | None = None, bias: torch.Tensor | None = None,
-               softcap: float | None = None) -> None:
+               softcap: float | None = None, eager_logits: bool = False) -> None:
         """Record one call (see the module docstring); ``bias`` is a further additive part of the
-        logits (ALiBi), ``probs`` the model's own probabilities of the call."""
+        logits (ALiBi), ``probs`` the model's own probabilities of the call.  ``eager_logits``: for
+        a bfloat16 or float16 model, also keep the logits as eager attention computes them in the
+        model's dtype (``model_logits``; their rounding is part of the model's operator)."""
         want = self.wanted(module)
         if want is None:
             return
@@ -357,10 +374,14 @@ class CaptureSession:
             total = finite if total is None else total + finite
         call = self.calls.get(name, 0)
         self.calls[name] = call + 1
+        model_logits = None
+        if eager_logits and query.dtype in (torch.bfloat16, torch.float16):
+            model_logits = _host(eager_scores(query, key, attention_mask, scaling, position_bias, softcap))
         cap = Capture(module=name, layer=layer, attention="cross" if cross else "encoder-self",
                       queries=_host(query), keys=_host(key), scale=float(scaling), bias=total, masked=masked,
                       probs=_host(probs), softcap=None if softcap is None else float(softcap),
-                      dtype=dtype_name(query.dtype), device=str(query.device), id_part=qualifier, call=call)
+                      dtype=dtype_name(query.dtype), device=str(query.device), id_part=qualifier, call=call,
+                      model_logits=model_logits)
         if not cross and cap.masked is not None:
             rows, cols = valid_positions(cap, 0)
             if rows.size and cols.size and causal_like(cap.all_heads_masked(0)[np.ix_(rows, cols)]):

@@ -309,6 +309,9 @@ def test_bf16_provenance_holds_dtype_and_deviation():
         prov = rec.provenance
         assert prov["capture_dtype"] == "bfloat16" and prov["device"] == "cpu"
         assert 0 < prov["capture_max_deviation"] <= prov["capture_tolerance"] == tolerance("bfloat16")
+        # the logits as the model rounded them: what remains is the rounding of its probabilities
+        assert rec.form == "logits" and prov["logits_computed_in"] == "bfloat16"
+        assert np.all(rec.logits.astype(np.float32).astype(np.float64) == rec.logits)
     DEVIATIONS["llama-bfloat16"] = max(r.provenance["capture_max_deviation"] for r in recs)
 
 

@@ -336,3 +336,32 @@ def test_a_json_integer_scale_binary64_would_round_is_refused(tmp_path, text):
     line = err.value.one_line()
     assert err.value.field == "operator.scale" and "record.json" in line and str(folder) in line
     assert "not exactly a binary64 number" in line and "\n" not in line and len(line) < 400
+
+
+def test_the_one_safe_reader_checks_the_open_file_and_the_producer_uses_it(tmp_path, monkeypatch):
+    """``read_regular_file`` opens without blocking and decides on the open descriptor (fstat), never
+    on a path checked before: a FIFO, a folder, a link loop or a file over the limit is an OSError
+    naming the path and nothing is read; the producer's ``fastpath.store.files`` re-uses it."""
+    import os
+
+    from softrank.fastpath.store import files
+    from softrank.replay.reader import read_regular_file
+
+    assert files.read_regular_file is read_regular_file
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "folder").mkdir()
+    os.symlink("loop", tmp_path / "loop")
+    (tmp_path / "ok").write_bytes(b"12345")
+    import inspect
+
+    assert "stat(" not in inspect.getsource(read_regular_file).replace("fstat(", "")  # no path is stat'ed
+    stats = []
+    real_fstat = os.fstat
+    monkeypatch.setattr(os, "fstat", lambda fd: stats.append(fd) or real_fstat(fd))
+    for name, why in (("pipe", "not a regular file"), ("folder", "not a regular file"), ("loop", "symbolic links")):
+        with pytest.raises(OSError, match=why) as err:
+            read_regular_file(tmp_path / name)
+        assert err.value.filename == str(tmp_path / name)
+    with pytest.raises(OSError, match="more than the 4 allowed"):
+        read_regular_file(tmp_path / "ok", max_bytes=4)
+    assert read_regular_file(tmp_path / "ok", max_bytes=5) == b"12345" and len(stats) == 4  # the loop fails at open

@@ -14,7 +14,6 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from softrank.exact.rational import parse_rational
 from softrank.fastpath.float64 import rowsoftmax64
 from softrank.replay import record as core
 from softrank.validated.errors import InputError
@@ -38,19 +37,28 @@ def _matrix(value, where: str, field: str, empty_columns: bool = False) -> np.nd
 
 
 def parse_eps(eps, where: str = "eps") -> tuple[Fraction, str]:
-    """(exact value, text) of a tolerance: a float means its exact binary64 value, a string
-    ``"p/q"`` or ``"0.25"`` or a ``Fraction`` the exact rational; it must lie in (0, 1)."""
-    if isinstance(eps, float):
-        if not math.isfinite(eps):
-            raise InputError(where, "eps", f"must be finite, got {eps!r}")
-        text = repr(float(eps))
-        exact = parse_rational(text, where, "eps")
-    else:
-        text = f"{eps.numerator}/{eps.denominator}" if isinstance(eps, Fraction) else str(eps)
-        exact = parse_rational(eps, where, "eps")
-    if not 0 < exact < 1:
-        raise InputError(where, "eps", f"eps must lie in (0, 1), got {text}")
-    return exact, text
+    """(exact value, text) of a tolerance: a Python float means the decimal it prints as (``0.15``
+    is 3/20, as ``--eps 0.15`` on the command line, not the binary64 number nearest 0.15), a string
+    ``"p/q"`` or ``"0.25"`` or a ``Fraction`` the exact rational; it must lie in (0, 1) (then the
+    store reader's own rule, ``softrank.replay.record.parse_eps``)."""
+    if isinstance(eps, float) and math.isfinite(eps):
+        eps = repr(float(eps))  # the shortest decimal that reads back as this float
+    return core.parse_eps(eps, where, "eps")
+
+
+def _scale(scale, rid: str) -> float:
+    """A finite scale that binary64 holds exactly (an integer that it would round is refused, as
+    the store reader refuses it)."""
+    exact = isinstance(scale, (int, np.integer)) and not isinstance(scale, bool)
+    if not exact and not isinstance(scale, (float, np.floating)):
+        raise InputError(rid, "scale", f"expected a finite number, got {scale!r}")
+    try:
+        beta = float(scale)
+    except OverflowError:
+        beta = math.inf
+    if not math.isfinite(beta) or beta != (int(scale) if exact else scale):  # compared exactly
+        raise InputError(rid, "scale", f"expected a finite number that binary64 holds exactly, got {scale!r}")
+    return beta
 
 
 def _record_id(record_id: str) -> str:
@@ -84,18 +92,21 @@ class Record(core.Record):
         q, k = _matrix(Q, rid, "queries"), _matrix(K, rid, "keys")
         if q.shape[1] != k.shape[1]:
             raise InputError(rid, "keys", f"head dimension {k.shape[1]} disagrees with queries' {q.shape[1]}")
-        if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating, np.integer)) \
-                or not math.isfinite(float(scale)):
-            raise InputError(rid, "scale", f"expected a finite number, got {scale!r}")
+        beta = _scale(scale, rid)
         b = None if bias is None else _matrix(bias, rid, "bias")
         if b is not None and b.shape != (q.shape[0], k.shape[0]):
             raise InputError(rid, "bias", f"shape {list(b.shape)} disagrees with operator shape "
                                           f"[{q.shape[0]}, {k.shape[0]}]")
-        h = float(scale) * (q @ k.T)
-        a_hat = rowsoftmax64(h if b is None else h + b)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+            h = beta * (q @ k.T)
+            h = h if b is None else h + b
+        if not np.all(np.isfinite(h)):
+            bad = np.argwhere(~np.isfinite(h))[0].tolist()
+            raise InputError(rid, "scale", f"the logits scale * Q K^T{' + bias' if b is not None else ''} overflow "
+                                           f"binary64 at {bad}, so A_hat cannot be computed (scale down Q, K or scale)")
         return cls(record_id=rid, path=None, schema_version=core.SCHEMA_VERSION_WRITTEN,
                    provenance=dict(provenance or {}), form="qk", logits=None, queries=q, keys=k,
-                   scale=float(scale), bias=b, a_hat=a_hat, tolerances=[])
+                   scale=beta, bias=b, a_hat=rowsoftmax64(h), tolerances=[])
 
     @classmethod
     def from_record(cls, record: core.Record) -> Record:

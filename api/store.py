@@ -13,10 +13,13 @@ from pathlib import Path
 
 from softrank.api.records import Record
 from softrank.replay import record as core
+from softrank.replay.record import check_record
+from softrank.validated.errors import InputError
 
 
 def _eps_field(tol: core.Tolerance):
-    """The eps as written: a JSON number when it is a binary64 value, else the exact ``"p/q"``."""
+    """The eps as written: a JSON number when it is a binary64 value, else its text when that is
+    exact (``"0.15"``), else the exact ``"p/q"``."""
     as_float = float(tol.eps)
     if Fraction(as_float) == tol.eps:
         return as_float
@@ -68,22 +71,28 @@ class Store:
         """Write ``record`` (operator, A_hat, every tolerance) and, with ``index``, rewrite
         ``index.csv``; returns the record id.  A record already in the store under the same id is
         never replaced unless ``overwrite=True``: writing the same record again changes nothing,
-        a different one is an ``InputError`` (one line) and the store keeps the old one."""
+        a different one is an ``InputError`` (one line) and the store keeps the old one.  A
+        malformed record is an ``InputError`` naming the field (the store reader's
+        ``check_record``, then the writer's own refusals), and nothing in the store is changed."""
         from softrank.fastpath.store.writer import RecordWriter, write_index
 
-        with RecordWriter(self.path, record.record_id, dict(record.provenance), overwrite=overwrite) as writer:
-            if record.form == "logits":
-                writer.set_logits(record.logits)
-            else:
-                writer.set_qk(record.queries, record.keys, record.scale, record.bias)
-            writer.set_a_hat(record.a_hat)
-            for tol in record.tolerances:
-                up = tol.upper
-                writer.add_tolerance(
-                    _eps_field(tol), upper=None if up is None else (up.X, up.Y, up.construction),
-                    lower=[{"kind": c.kind, "lower": c.lower, **c.data} for c in tol.lower],
-                    float64={"lower": tol.float64_lower, "upper": tol.float64_upper,
-                             "verdicts": {str(k): v for k, v in tol.float64_verdicts.items()}})
+        check_record(record)
+        try:
+            with RecordWriter(self.path, record.record_id, dict(record.provenance), overwrite=overwrite) as writer:
+                if record.form == "logits":
+                    writer.set_logits(record.logits)
+                else:
+                    writer.set_qk(record.queries, record.keys, record.scale, record.bias)
+                writer.set_a_hat(record.a_hat)
+                for tol in record.tolerances:
+                    up = tol.upper
+                    writer.add_tolerance(
+                        _eps_field(tol), upper=None if up is None else (up.X, up.Y, up.construction),
+                        lower=[{"kind": c.kind, "lower": c.lower, **c.data} for c in tol.lower],
+                        float64={"lower": tol.float64_lower, "upper": tol.float64_upper,
+                                 "verdicts": {str(k): v for k, v in tol.float64_verdicts.items()}})
+        except (ValueError, TypeError) as err:  # a refusal of the writer (its temporary folder is gone)
+            raise InputError(record.record_id, "", f"cannot be written: {err}") from None
         if index:
             write_index(self.path)
         return record.record_id

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import softrank
+from softrank.replay import record as core
 from softrank.validated.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -171,3 +172,61 @@ def test_store_round_trip_and_exact_eps(tmp_path):
     assert (tmp_path / "store" / "index.csv").is_file()
     with pytest.raises(KeyError):
         store["absent"]
+
+
+def test_from_qk_refuses_logits_that_overflow_at_once():
+    """scale * Q K^T beyond binary64 made an A_hat of NaN (validate then refused it, Store.write
+    raised a bare ValueError): from_qk now refuses at once, one line naming the field."""
+    q, k = np.array([[1e200, 0.0], [0.0, 1.0]]), np.array([[1e200, 0.0], [1.0, 1.0]])
+    for bias in (None, np.zeros((2, 2))):
+        with pytest.raises(InputError) as err:
+            softrank.Record.from_qk(q, k, 1.0, bias=bias, record_id="big")
+        assert err.value.field == "scale" and "overflow" in err.value.message
+        assert err.value.where == "big" and "\n" not in err.value.one_line()
+    with pytest.raises(InputError) as err:  # finite Q and K, a bias that overflows the sum
+        softrank.Record.from_qk(np.ones((2, 1)), np.ones((2, 1)), 1e308, bias=np.full((2, 2), 1e308))
+    assert err.value.field == "scale"
+
+
+@pytest.mark.parametrize("scale, ok", [(2**53, True), (np.int64(-7), True), (2**53 + 1, False),
+                                       (np.int64(2**62 + 1), False), (10**400, False), (np.longdouble(1) / 3, False)])
+def test_from_qk_takes_a_scale_only_when_binary64_holds_it_exactly(scale, ok):
+    q, k = np.zeros((2, 1)), np.zeros((3, 1))
+    if ok:
+        rec = softrank.Record.from_qk(q, k, scale)
+        assert type(rec.scale) is float and rec.scale == int(scale)
+    else:
+        with pytest.raises(InputError) as err:
+            softrank.Record.from_qk(q, k, scale)
+        assert err.value.field == "scale"
+
+
+def test_store_write_refuses_a_malformed_record_with_an_input_error(tmp_path):
+    """Any record the store reader would refuse is an InputError naming the field (never a bare
+    ValueError), and nothing is written."""
+    import dataclasses
+
+    good = softrank.Record.from_logits(_logits(), record_id="w1")
+    store = softrank.Store(tmp_path / "store")
+    nan = good.a_hat.copy()
+    nan[0, 0] = np.nan
+    tol = softrank.Record.from_logits(_logits()).with_upper(eps=0.25, X=good.a_hat, Y=np.eye(20)).tolerances[0]
+    cert = dataclasses.replace(tol, lower=[core.LowerCertificate("decoder", 1, {"rows": np.array([0]),
+                                                                                "W": np.full((20, 1), np.inf)})])
+    cases = [
+        (dataclasses.replace(good, a_hat=nan), "a_hat"),
+        (dataclasses.replace(good, a_hat=2 * good.a_hat), "a_hat"),
+        (dataclasses.replace(good, record_id="bad id"), "record_id"),
+        (dataclasses.replace(good, tolerances=[dataclasses.replace(tol, eps=Fraction(3, 2))]), "tolerances[0].eps"),
+        (dataclasses.replace(good, tolerances=[dataclasses.replace(tol, upper=dataclasses.replace(
+            tol.upper, X=tol.upper.X[:5]))]), "tolerances[0].upper.X"),
+        (dataclasses.replace(good, tolerances=[cert]), "tolerances[0].lower[0].W"),
+        (dataclasses.replace(good, form="other"), "operator.form"),
+    ]
+    for rec, field in cases:
+        with pytest.raises(InputError) as err:
+            store.write(rec)
+        assert err.value.field == field, err.value.one_line()
+        assert not (tmp_path / "store" / "records").exists() or not any((tmp_path / "store" / "records").iterdir())
+    store.write(good)
+    assert store.ids() == ["w1"]

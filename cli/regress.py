@@ -17,7 +17,8 @@ Printed as rich tables and saved as parquet, csv and json in ``--out`` (default
 ``--against BASELINE`` (another replay folder, or a baseline JSON written by ``--write-baseline``,
 such as ``tests/golden/expected.json``) compares, per record and eps, the status, the validated
 lower and upper ends, the witness outcome and the validated verdict at every budget, prints every
-change (and every record or eps present on one side only) and exits 1 on any.
+change (and every record or eps present on one side only) and exits 1 on any
+(``softrank.cli.regress_baseline``).
 """
 
 from __future__ import annotations
@@ -30,12 +31,11 @@ import json
 
 import pyarrow as pa
 
-from softrank.cli.args import check_count
+from softrank.cli.args import check_count, path_arg
+from softrank.cli.paths import output_dir, output_file
+from softrank.cli.regress_baseline import baselines, check_baseline_target
 from softrank.cli.tables import write_table
-from softrank.cli.args import path_arg
-from softrank.cli.paths import check_not_input, output_dir, output_file, replay_tables
-from softrank.fastpath.store.replay_table import eps_fraction
-from softrank.fastpath.store.replay_table import check_table_rows, read_replay_table
+from softrank.fastpath.store.replay_table import eps_fraction, read_replay_table
 from softrank.validated.errors import InputError
 
 VERDICTS = ("feasible", "impossible", "unresolved")
@@ -64,14 +64,6 @@ def configure(parser) -> None:
 def _read(folder: Path, name: str) -> list[dict]:
     """The checked rows of FOLDER/NAME (``softrank.fastpath.store.replay_table.read_replay_table``)."""
     return read_replay_table(folder, name)
-
-
-def _check_rows(folder: Path, name: str, columns: list[str], rows: list[dict]) -> None:
-    """A table written by ``softrank replay`` (``softrank.fastpath.store.replay_table.check_table_rows``:
-    required columns; per row a record id, the written types, finite numbers in range, a known
-    status and verdicts, valid JSON lists, validated lower <= upper).  Anything else is an
-    ``InputError`` naming the file, the row, its record and the column."""
-    check_table_rows(folder / name, name, columns, rows)
 
 
 def _lower_explanation(row: dict, k: int | None) -> str:
@@ -228,7 +220,7 @@ def run(args) -> int:
     check_count(args.max_list, "max-list", minimum=0)
     if getattr(args, "write_baseline", None) is not None:  # checked before any work or output
         output_file(args.write_baseline, "write-baseline")
-        _check_baseline_target(args)
+        check_baseline_target(args)
     folder = Path(args.replay_dir)
     if not folder.is_dir():
         raise InputError(str(folder), "", "not a folder")
@@ -246,108 +238,11 @@ def run(args) -> int:
     if not as_json:
         print(f"regress: {n} verdicts, {agree} agree; {len(tables['failures'])} float64 verdicts fail validation "
               f"({contra} contradicted); lower ends equal on {lower_eq}/{records} (record, eps); tables: {out}")
-        return _baselines(args, folder)
-    code, lines = _baselines(args, folder, quiet=True)
+        return baselines(args, folder)
+    code, lines = baselines(args, folder, quiet=True)
     against, written = getattr(args, "against", None), getattr(args, "write_baseline", None)
     print(json.dumps({"verdicts": n, "agree": agree, "failures": len(tables["failures"]), "contradicted": contra,
                       "lower_equal": lower_eq, "records": records, "tables": str(out),
                       "baseline": None if written is None else str(written),
                       "against": None if against is None else str(against), "changes": lines, "exit_code": code}))
     return code
-
-
-BASELINE_SCHEMA = "softrank.replay-baseline"
-COMPARED = ("validated_lower", "validated_upper", "upper_outcome")
-
-
-def baseline(replay_rows: list[dict], verdict_rows: list[dict]) -> dict:
-    """Per record: status and, per eps, the validated ends, the witness outcome and the verdict per k."""
-    records: dict[str, dict] = {}
-    for r in replay_rows:
-        rec = records.setdefault(r["record_id"], {"status": r.get("status"), "eps": {}})
-        if r.get("status") == "contradiction":
-            rec["status"] = "contradiction"
-        if r.get("eps") is not None:
-            rec["eps"][r["eps"]] = {**{c: r.get(c) for c in COMPARED}, "status": r.get("status"), "verdicts": {}}
-    for v in verdict_rows:
-        cell = records.get(v["record_id"], {}).get("eps", {}).get(v.get("eps"))
-        if cell is not None:
-            cell["verdicts"][str(v.get("k"))] = v.get("validated_verdict")
-    return {"schema": BASELINE_SCHEMA, "version": 1, "records": dict(sorted(records.items()))}
-
-
-def load_baseline(path) -> dict:
-    """A baseline from a replay folder or a baseline JSON."""
-    from softrank.cli.paths import load_json_text, read_text_file
-
-    path = Path(path)
-    if path.is_dir():
-        return baseline(_read(path, "replay.parquet"), _read(path, "verdicts.parquet"))
-    data = load_json_text(read_text_file(path, "against"), path, "against")
-    if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA or not isinstance(data.get("records"), dict):
-        raise InputError(str(path), "schema", f"not a replay baseline (expected schema {BASELINE_SCHEMA!r})")
-    return data
-
-
-def changes(expected: dict, actual: dict) -> list[str]:
-    """One line per difference between two baselines, by record and eps."""
-    exp, act = expected["records"], actual["records"]
-    lines = [f"{rid}: missing from the replay" for rid in sorted(set(exp) - set(act))]
-    lines += [f"{rid}: new record (not in the baseline)" for rid in sorted(set(act) - set(exp))]
-    for rid in sorted(set(exp) & set(act)):
-        e, a = exp[rid], act[rid]
-        if e.get("status") != a.get("status"):
-            lines.append(f"{rid}: status {e.get('status')} -> {a.get('status')}")
-        for eps in sorted(set(e.get("eps", {})) | set(a.get("eps", {}))):
-            ec, ac = e.get("eps", {}).get(eps), a.get("eps", {}).get(eps)
-            if ec is None or ac is None:
-                lines.append(f"{rid} eps {eps}: {'new eps' if ec is None else 'eps missing from the replay'}")
-                continue
-            diffs = [f"{c} {ec.get(c)} -> {ac.get(c)}" for c in COMPARED + ("status",) if ec.get(c) != ac.get(c)]
-            ev, av = ec.get("verdicts", {}), ac.get("verdicts", {})
-            diffs += [f"verdict k={k} {ev.get(k)} -> {av.get(k)}" for k in sorted(set(ev) | set(av), key=_k)
-                      if ev.get(k) != av.get(k)]
-            if diffs:
-                lines.append(f"{rid} eps {eps}: " + "; ".join(diffs))
-    return lines
-
-
-def _k(text: str):
-    return (0, int(text)) if text.lstrip("-").isdigit() else (1, text)
-
-
-def _check_baseline_target(args) -> None:
-    """``--write-baseline`` is never one of the tables read (REPLAY_DIR's, or those of an
-    ``--against`` folder), nor the ``--against`` file itself (it is written before that is read)."""
-    inputs = replay_tables(args.replay_dir)
-    against = getattr(args, "against", None)
-    if against is not None:
-        inputs += replay_tables(against) if Path(against).is_dir() else [(against, f"the --against baseline {against}")]
-    check_not_input(args.write_baseline, "write-baseline", inside=inputs)
-
-
-def _baselines(args, folder: Path, quiet: bool = False):
-    """``--write-baseline`` and ``--against``: 1 when the replay differs from the baseline.  With
-    ``quiet`` nothing is printed and the result is (exit code, the change lines or None)."""
-    from softrank.fastpath.store.files import atomic_write
-
-    against, write = getattr(args, "against", None), getattr(args, "write_baseline", None)
-    if against is None and write is None:
-        return (0, None) if quiet else 0
-    current = baseline(_read(folder, "replay.parquet"), _read(folder, "verdicts.parquet"))
-    if write is not None:
-        _check_baseline_target(args)  # over an input table or the --against file: refused (checked first in run)
-        text = json.dumps(current, indent=1, sort_keys=True) + "\n"
-        atomic_write(write, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
-        if not quiet:
-            print(f"regress: baseline of {len(current['records'])} records written to {write}")
-    if against is None:
-        return (0, None) if quiet else 0
-    lines = changes(load_baseline(against), current)
-    if quiet:
-        return (1 if lines else 0), lines
-    for line in lines:
-        print(f"CHANGED {line}")
-    print(f"regress against {against}: {len(lines)} change{'s' if len(lines) != 1 else ''} "
-          f"({len(current['records'])} records compared)")
-    return 1 if lines else 0

@@ -23,7 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
+from softrank.exact.tolerance import Tolerance
 from softrank.fastpath.float64 import rowsoftmax64
+
+QUARTER = Tolerance.parse("0.25")  # the tolerance of the U/L median
 
 COMPONENTS = ("svd", "tsvd", "rwsvd", "altl1", "cpqr", "rpqr", "reprows", "frobenius", "projected", "decoder")
 
@@ -86,7 +89,10 @@ def svd_seconds(store: Path, repeats: int = 7) -> float:
 
 def _bench_case(tmp: str, model: str, n: int, count: int, repeats: int, jobs: int) -> dict:
     """Extract (untimed), then bracket ``repeats`` copies; the measured figures of the case."""
+    from contextlib import ExitStack
+
     from softrank.fastpath.bracket.store import bracket_store
+    from softrank.fastpath.runner import local_cluster
 
     src = Path(tmp) / f"src-{model}-{n}"
     real = _real_store(src, model, n, count)
@@ -95,14 +101,17 @@ def _bench_case(tmp: str, model: str, n: int, count: int, repeats: int, jobs: in
     time.sleep(0.5)  # let the threads of the extraction settle before timing the SVD
     t_svd = svd_seconds(src)
     walls, rows_all = [], []
-    for r in range(repeats):
-        store = Path(tmp) / f"run-{model}-{n}-{r}"
-        shutil.copytree(src, store)
-        t0 = time.perf_counter()
-        rows_all.extend(bracket_store(store, jobs=jobs))
-        walls.append(time.perf_counter() - t0)
+    with ExitStack() as stack:  # the workers are started before the clock starts (as in bench scale)
+        scheduler = stack.enter_context(local_cluster(jobs)).scheduler_address if jobs > 1 else None
+        for r in range(repeats):
+            store = Path(tmp) / f"run-{model}-{n}-{r}"
+            shutil.copytree(src, store)
+            t0 = time.perf_counter()
+            rows_all.extend(bracket_store(store, jobs=jobs, scheduler=scheduler))
+            walls.append(time.perf_counter() - t0)
     wall = statistics.median(walls)
-    ratios = [r["upper"] / r["lower"] for r in rows_all if abs(r["eps"] - 0.25) < 1e-12 and r["upper"]]
+    ratios = [r["upper"] / r["lower"] for r in rows_all
+              if Tolerance.from_printed(r["eps_text"]) == QUARTER and r["upper"]]
     return {"real": real, "wall": wall, "rows": rows_all, "svd_seconds": t_svd,
             "ops_per_minute": 60.0 * count / wall, "svd_equivalents": wall * jobs / count / t_svd,
             "median_U_over_L": statistics.median(ratios)}

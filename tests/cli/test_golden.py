@@ -43,7 +43,8 @@ def test_store_is_small_and_whole():
 
 
 def test_replay_matches_the_golden_verdicts(golden_replay, tmp_path):
-    from softrank.cli.regress import _read, baseline
+    from softrank.cli.regress import _read
+    from softrank.cli.regress_baseline import baseline
 
     current = baseline(_read(golden_replay, "replay.parquet"), _read(golden_replay, "verdicts.parquet"))
     expected = json.loads((GOLDEN / "expected.json").read_text())

@@ -296,6 +296,20 @@ def test_a_deviation_above_the_tolerance_is_refused(monkeypatch):
     _refused(model, {"input_ids": _ids(tokens=16)}, r"deviates from the model's attention probabilities")
 
 
+def test_a_query_row_without_keys_is_refused():
+    from softrank.fastpath.capture.operators import Refusal, operators_for
+
+    model = DECODERS["qwen3"]()
+    with softrank.capture(model) as cap, torch.no_grad():
+        model(input_ids=_ids(tokens=16))
+    c = cap.captures[0]
+    masked = c.masked.clone()
+    masked[0, :, 5, :] = True  # query 5 sees no key (its own position is still a key of later queries)
+    c.masked = masked
+    found = operators_for(c, 0, [4], 0)
+    assert len(found) == 1 and isinstance(found[0], Refusal) and "without keys" in found[0].reason
+
+
 def test_bf16_provenance_holds_dtype_and_deviation():
     config = transformers.LlamaConfig(vocab_size=97, num_key_value_heads=2, max_position_embeddings=64, **SMALL)
     model = _default(transformers.LlamaModel, config).to(torch.bfloat16)
@@ -313,6 +327,29 @@ def test_bf16_provenance_holds_dtype_and_deviation():
         assert rec.form == "logits" and prov["logits_computed_in"] == "bfloat16"
         assert np.all(rec.logits.astype(np.float32).astype(np.float64) == rec.logits)
     DEVIATIONS["llama-bfloat16"] = max(r.provenance["capture_max_deviation"] for r in recs)
+
+
+@pytest.mark.parametrize("name", ["qwen3", "bloom", "falcon-alibi"])
+def test_capture_leaves_the_model_as_it_was(name):
+    """Attention setting, hooks and parameters as before; the model's output bit-identical before
+    and after a capture (interface models and adapter models alike)."""
+    model = DECODERS[name]()
+    inputs = {"input_ids": _ids(tokens=16)}
+
+    def hooks():
+        return [(n, len(m._forward_hooks), len(m._forward_pre_hooks)) for n, m in model.named_modules()]
+
+    before = (model.config._attn_implementation, hooks(), {k: v.clone() for k, v in model.state_dict().items()})
+    with torch.no_grad():
+        out_before = model(**inputs).last_hidden_state
+    with softrank.capture(model) as cap, torch.no_grad():
+        model(**inputs)
+    assert len(cap.records()) == 8
+    with torch.no_grad():
+        out_after = model(**inputs).last_hidden_state
+    assert model.config._attn_implementation == before[0] and hooks() == before[1]
+    assert all(torch.equal(v, before[2][k]) for k, v in model.state_dict().items())
+    assert torch.equal(out_before, out_after)
 
 
 def test_report_deviations():

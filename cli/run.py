@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from softrank.cli.args import check_count, check_device, max_jobs, parse_tolerances, path_arg, value_arg
-from softrank.cli.extract import progress_report
+from softrank.cli.extract import add_model_options, check_model_options, extract_model, progress_report
 from softrank.cli.paths import output_dir
 from softrank.exact.tolerance import Tolerance
 from softrank.fastpath.store.files import write_csv, write_json
@@ -52,6 +52,7 @@ def configure(parser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--json", action="store_true", help="print one JSON object (keys below)")
     parser.epilog = EPILOG
+    add_model_options(parser)  # --model DIR_OR_NAME [--texts FILE] [--layers ...] [--heads ...]
 
 
 def _extraction_api():
@@ -73,7 +74,8 @@ def _check_arguments(args) -> list[Tolerance]:
         if n is not None and n < 0:
             raise InputError("arguments", name, f"must be a non-negative integer, got {n}")
         check_count(n, name, minimum=0, maximum=10_000_000)
-    if all(getattr(args, name) == 0 for name in MODELS):
+    check_model_options(args)
+    if all(getattr(args, name) == 0 for name in MODELS) and args.model is None:
         raise InputError("arguments", "minilm", "--minilm 0 and --smollm2 0 leave nothing to run")
     return parse_tolerances(args.eps)
 
@@ -86,6 +88,9 @@ def _extract(args, store: Path, console, progress: bool) -> None:
         return
     if have:
         raise InputError(str(store), "store", "already holds records; remove it, choose another --out, or pass --reuse")
+    if args.model is not None:  # the user's model instead of the built-in panel
+        extract_model(args, store, console, progress)
+        return
     extract_to_store = _extraction_api()
     for name in MODELS:
         n = getattr(args, name)

@@ -77,8 +77,8 @@ def exit_epilog(name: str) -> str:
 
 
 # third-party modules of the producer extra: a checker-only install lacks them
-PRODUCER_MODULES = ("torch", "transformers", "gguf", "accelerate", "cvxpy", "clarabel", "safetensors",
-                    "huggingface_hub", "tokenizers")
+PRODUCER_MODULES = ("torch", "transformers", "gguf", "accelerate", "safetensors", "huggingface_hub", "tokenizers")
+KAPPA_MODULES = ("cvxpy", "clarabel")  # the kappa study's solvers: their own extra
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -125,9 +125,11 @@ def _missing(command: str | None, err: ModuleNotFoundError) -> int:
         print(f"softrank {command}: error: this subcommand is not available in this build ({name} missing)",
               file=sys.stderr)
         return 2
-    if name.split(".")[0] in PRODUCER_MODULES:
-        print(f"softrank {command}: error: this command needs the producer ({name} is not installed): "
-              "pip install 'softrank[producer]'", file=sys.stderr)
+    top = name.split(".")[0]
+    if top in PRODUCER_MODULES or top in KAPPA_MODULES:
+        extra = "kappa" if top in KAPPA_MODULES else "producer"
+        print(f"softrank {command}: error: this command needs the {extra} extra ({name} is not installed): "
+              f"pip install 'softrank[{extra}]'", file=sys.stderr)
         return 2
     raise err
 

@@ -148,3 +148,20 @@ def test_plain_install_gives_working_imports(tmp_path):
     assert len(files) == len(modules) and all(f.startswith(str(target)) for f in files), files
     version = softrank_cmd("--version", cwd=tmp_path, env=env)
     assert version.returncode == 0 and version.stdout.strip() == f"softrank {softrank.__version__}"
+
+
+@pytest.mark.parametrize("module, extra", [("torch", "producer"), ("transformers.models", "producer"),
+                                           ("cvxpy", "kappa"), ("clarabel", "kappa")])
+def test_a_missing_dependency_names_its_extra(capsys, module, extra):
+    from softrank.cli import _missing
+
+    assert _missing("kappa", ModuleNotFoundError(f"No module named {module!r}", name=module)) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"pip install 'softrank[{extra}]'" in err and module in err
+
+
+def test_a_missing_unrelated_module_is_not_hidden():
+    from softrank.cli import _missing
+
+    with pytest.raises(ModuleNotFoundError):
+        _missing("kappa", ModuleNotFoundError("No module named 'nonexistent_xyz'", name="nonexistent_xyz"))

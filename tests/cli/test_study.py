@@ -98,4 +98,4 @@ def test_producer_command_without_the_producer(tmp_path, argv):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert "pip install 'softrank[producer]'" in lines[0] and "is not installed" in lines[0]
+    assert "pip install 'softrank[producer]'" in lines[0] and "not installed" in lines[0]

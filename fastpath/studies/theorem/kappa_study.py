@@ -38,7 +38,9 @@ def _worker(task):
         return {"record_id": Path(folder).name, "error": str(err), "bad_input": True}
     except Exception as err:  # one operator's failure is reported, the study goes on
         return {"record_id": Path(folder).name, "error": f"{type(err).__name__}: {err}"}
-    write_text(cache, json.dumps(row))  # resume state, read back by the aggregation (NaN kept as NaN)
+    # resume state, read back by --resume (NaN kept as NaN), written atomically; a folder or a special
+    # file in its place is an OSError naming it (one line on the command line)
+    write_text(cache, json.dumps(row))
     return row
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 from softrank.exact.tolerance import Tolerance
 from softrank.fastpath.capture.labels import record_label
 from softrank.fastpath.store.replay_table import REPLAY_COLUMNS, VERDICT_COLUMNS  # noqa: F401  (the schema, re-exported)
-from softrank.fastpath.store.replay_table import eps_fraction  # noqa: F401  (for the report's readers)
 from softrank.replay.engine import RecordResult
 from softrank.validated.balls import float_at_least
 

@@ -28,7 +28,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from softrank.cli.common import check_not_input, output_dir, output_file, path_arg, replay_tables
+from softrank.cli.args import path_arg
+from softrank.cli.paths import check_not_input, output_dir, output_file, replay_tables
 from softrank.cli.regress import _read
 from softrank.cli.report_page import (Page, _brackets, _distributions, _header, _heads, _problems, _records,
                                       _transitions, _widths)

@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-from softrank.cli.replay_tables import eps_fraction
+from softrank.fastpath.store.replay_table import eps_fraction
 
 RESOLVED, UNRESOLVED, NO_WITNESS = "#2f9e44", "#f08c00", "#c92a2a"
 VERDICT_SHARES = ("feasible", "impossible")

@@ -57,7 +57,7 @@ class Captured:
         (``source_id``, default ``input.<first 12 hex digits of the input's SHA-256>``), the
         batch item (when the batch has several), the layer, the head and the block."""
         from softrank.fastpath.capture.dispatch import CaptureWarning
-        from softrank.fastpath.capture.models import _tag
+        from softrank.fastpath.capture.locate import tag_of as _tag
         from softrank.fastpath.capture.operators import Refusal, operators_for, provenance, record_id
         from softrank.fastpath.capture.session import link_cross_queries
 

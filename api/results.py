@@ -99,7 +99,7 @@ class Results:
     def write(self, folder) -> Path:
         """``replay.parquet``/``.csv`` and ``verdicts.parquet``/``.csv`` in FOLDER, as ``softrank
         replay --out FOLDER`` writes them (``softrank report FOLDER`` reads them); returns FOLDER."""
-        from softrank.cli.common import output_dir
+        from softrank.cli.paths import output_dir
         from softrank.cli.tables import write_table
 
         replay_columns, verdict_columns, _ = _tables()

@@ -15,7 +15,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from softrank.cli.common import check_count, check_device, output_dir, parse_int_list, path_arg, progress, value_arg
+from softrank.cli.args import check_count, check_device, parse_int_list, path_arg, value_arg
+
+from softrank.cli.paths import output_dir
+
+from softrank.cli.progress import progress
 from softrank.fastpath.capture.extract import DEFAULT_THREADS
 
 
@@ -56,7 +60,7 @@ def configure(parser) -> None:
 @contextmanager
 def progress_report(on: bool, label: str):
     """``with progress_report(on, label) as report: producer(progress=report)``: a producer's
-    ``report(done, total)`` drives ``softrank.cli.common.progress``, opened at the first report
+    ``report(done, total)`` drives ``softrank.cli.progress.progress``, opened at the first report
     (when the total is known); ``report`` is None when ``on`` is false."""
     if not on:
         yield None
@@ -86,7 +90,7 @@ def one_line_warnings(command: str):
 def _texts(paths: list[str] | None):
     if not paths:
         return None
-    from softrank.cli.common import read_text_file
+    from softrank.cli.paths import read_text_file
 
     # a regular UTF-8 file of bounded size (a FIFO or /dev/zero would block or never end)
     return [(f"text:{Path(name).name}", read_text_file(name, "text-file")) for name in paths]
@@ -125,7 +129,7 @@ def read_texts(path: str) -> list[tuple[str, str]]:
     """The paragraphs of a text file (separated by blank lines) as (source id, text) pairs."""
     import re
 
-    from softrank.cli.common import read_text_file
+    from softrank.cli.paths import read_text_file
     from softrank.validated.errors import InputError
 
     text = read_text_file(path, "texts")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 
-from softrank.cli.common import check_count, parse_eps_exact
+from softrank.cli.args import check_count, parse_eps_exact
 from softrank.exact.rational import parse_rational
 from softrank.validated.errors import InputError
 from softrank.oracle.families import close_gauge_family, close_grid_family

@@ -17,13 +17,9 @@ import sys
 import time
 from fractions import Fraction
 
-from softrank.cli.common import (
-    load_json_text,
-    parse_count,
-    parse_eps_exact,
-    path_arg,
-    read_text_file,
-)
+from softrank.cli.args import parse_count, parse_eps_exact, path_arg
+
+from softrank.cli.paths import load_json_text, read_text_file
 from softrank.validated.errors import InputError
 
 MAX_DIGITS = 400  # softrank.exact.rational.MAX_DIGITS (not imported here: the parser stays light)

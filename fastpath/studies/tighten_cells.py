@@ -1,6 +1,6 @@
 """Which end of a fast-path bracket is loose: small cells cut from stored operators, bracketed by
 the fast path (``bracket_matrix``), then tightened (``descend_minimax``, ``grow_decoder``), and
-decided exactly by the oracle (``softrank.oracle.profile``).
+decided exactly by the oracle (``softrank.oracle.search.profile``).
 
 A cell is an n x n sub-block of a record's ``a_hat`` (the leading one, or random rows and columns
 from a seeded generator), its rows renormalised to sum 1 and rounded to multiples of 1/1024 (the
@@ -82,7 +82,7 @@ class _Timeout(Exception):
 
 
 def exact_profile(Z: np.ndarray, eps: Fraction, timeout: float) -> dict:
-    """The oracle's exact bracket (every route of ``softrank.oracle.profile``), stopped after
+    """The oracle's exact bracket (every route of ``softrank.oracle.search.profile``), stopped after
     ``timeout`` seconds (then None)."""
     from softrank.oracle.search import profile
 

@@ -19,7 +19,7 @@ within 2 eps in l1 of a row of the set is skipped, since ``eps*({i, k}) <= ||a_i
 bounds eps*(S) from above), each set decided through ``SetOracle``; it repeats after each
 success.  When the scan finds no row either, ``pool_search`` lets rows of the set be swapped:
 on a pool of the set's rows and ``POOL_EXTRA`` more (each next the row farthest in l1 from the
-pool), it lists the signed row simplices (``softrank.oracle.nerve.signed_simplices``: the row
+pool), it lists the signed row simplices (``softrank.oracle.search.nerve.signed_simplices``: the row
 sets and sign patterns s for which some y has ``s_l a_l . y > eps ||y||_inf`` on every row); a
 set of p + 1 rows carrying all 2^p patterns is exactly a set with eps*(S) > eps, and its decoder
 comes from the same eps* LP.  Every certificate returned has float64 value <= 1 - MARGIN.

@@ -295,7 +295,7 @@ def test_identity_record_id_must_match_its_folder_and_keys_must_be_unique(tmp_pa
 
 def test_count_limits_admit_what_the_front_ends_write():
     """The reader's limits on tolerances and certificates are the ones the writers keep to."""
-    from softrank.cli.common import parse_tolerances
+    from softrank.cli.args import parse_tolerances
     from softrank.replay.reader import MAX_TOLERANCES
 
     many = ",".join(f"{i}/1000" for i in range(1, MAX_TOLERANCES + 1))

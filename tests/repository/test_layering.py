@@ -182,7 +182,7 @@ def _tree(tmp_path: Path) -> Path:
     ("advisors", "from softrank.oracle.search import lp\n"),
     ("advisors", "from softrank.fastpath import bracket\n"),
     # the producer reaching into the front ends
-    ("fastpath", "from softrank.cli.common import parse_tolerances\n"),
+    ("fastpath", "from softrank.cli.args import parse_tolerances\n"),
     ("fastpath", "from ..cli import tables\n"),
     ("fastpath", "def f():\n    import softrank.cli\n"),
 ])

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from softrank.exact.rational import MAX_DIGITS
+from softrank.exact.tolerance import exact_text  # noqa: F401  (the one printer; writers import it from here too)
 from softrank.fastpath.store.files import make_temp_dir, read_regular_file, write_csv
 from softrank.replay.reader import list_records
 from softrank.replay.record import RECORD_ID_RE, SCHEMA, SCHEMA_VERSION_WRITTEN, Record
@@ -228,23 +228,6 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
-
-
-def exact_text(q) -> str:
-    """The exact text of a rational: a decimal when it has a finite decimal expansion (3/20 ->
-    ``"0.15"``), else ``"p/q"`` (``"1/3"``).  ``Fraction(text) == q``, and the record reader
-    (``parse_rational``) reads the text as exactly ``q``."""
-    q = Fraction(q)
-    d, twos, fives = q.denominator, 0, 0
-    while d % 2 == 0:
-        d, twos = d // 2, twos + 1
-    while d % 5 == 0:
-        d, fives = d // 5, fives + 1
-    k = max(twos, fives)
-    digits = str(abs(q.numerator) * 10**k // q.denominator).rjust(k + 1, "0")
-    if d != 1 or k > MAX_DIGITS or len(digits) - k > MAX_DIGITS:
-        return f"{q.numerator}/{q.denominator}"
-    return ("-" if q < 0 else "") + (f"{digits[:-k]}.{digits[-k:]}" if k else digits)
 
 
 def eps_field(eps):

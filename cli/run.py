@@ -11,6 +11,13 @@ passages selected by seed 0) it
 4. prints a table per family and eps: operators, median L, median U, median U/L, resolved share,
    validated agreement, and the baseline (truncated-SVD upper, Frobenius-tail lower) on the same
    operators; writes it to ``OUT/summary.csv`` and ``OUT/summary.json``.
+
+``--panel full`` (``softrank.fastpath.capture.panels``) takes every attention head of both embedded
+checkpoints over 8 sources: 576 MiniLM operators and 2,160 SmolLM2 blocks.  ``--plan`` prints what
+would run and computes nothing; ``--limit N`` keeps the first N operators of each family;
+``--resume`` continues a killed run in OUT from its journals (extraction per family, bracket and
+replay per record); ``--jobs N`` and ``--scheduler ADDRESS`` run bracket and replay on Dask
+(``softrank.fastpath.runner``).
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import statistics
 import time
 from pathlib import Path
 
-from softrank.cli.args import check_count, check_device, max_jobs, parse_tolerances, path_arg, value_arg
+from softrank.cli.args import check_count, max_jobs, parse_tolerances, path_arg, value_arg
 from softrank.cli.extract import add_model_options, check_model_options, extract_model, progress_report
 from softrank.cli.paths import output_dir
 from softrank.exact.tolerance import Tolerance
@@ -34,7 +41,8 @@ EPILOG = """--json prints one object on stdout (the progress and the human lines
 of OUT/summary.csv: family, eps, operators, shape, median_L, median_U, median_U_over_L, resolved
 (share, by the results table's criterion on the float64 ends), the baseline's, validated_agreement,
 replayed], "replay_summary" (as softrank replay --json prints it), "seconds" (per step),
-"exit_code"}."""
+"exit_code"}.  With --plan, --json prints {"panel", "operators", "tolerances", "families": {family:
+{"operators", "shape": [m, N]}}} and nothing is computed."""
 
 
 def configure(parser) -> None:
@@ -49,19 +57,22 @@ def configure(parser) -> None:
     parser.add_argument("--device", default=None, type=value_arg, help="extraction device: cpu or cuda (default: cuda when available)")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse OUT/store's extracted records if present (skip extraction)")
+    parser.add_argument("--panel", choices=("default", "full"), default="default",
+                        help="default: 64 MiniLM + 54 SmolLM2 operators; full: every head of both checkpoints "
+                             "over 8 sources (576 + 2,160 operators)")
+    parser.add_argument("--limit", type=int, default=None, metavar="N",
+                        help="the first N operators of each family only (a quick look)")
+    parser.add_argument("--plan", action="store_true", help="print what would run (with --json: one object) "
+                                                            "and compute nothing")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue a killed run in OUT from its journals (extraction, bracket, replay)")
+    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="bracket and replay on the dask.distributed scheduler at ADDRESS (its workers "
+                             "must see OUT at the same path)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--json", action="store_true", help="print one JSON object (keys below)")
     parser.epilog = EPILOG
     add_model_options(parser)  # --model DIR_OR_NAME [--texts FILE] [--layers ...] [--heads ...]
-
-
-def _extraction_api():
-    try:
-        from softrank.fastpath.capture.extract import extract_to_store
-    except ImportError as err:  # the extraction half of the fast path is missing
-        raise InputError("softrank run", "extraction",
-                         f"the extraction API softrank.fastpath.capture.extract.extract_to_store is not available ({err})")
-    return extract_to_store
 
 
 def _check_arguments(args) -> list[Tolerance]:
@@ -74,36 +85,14 @@ def _check_arguments(args) -> list[Tolerance]:
         if n is not None and n < 0:
             raise InputError("arguments", name, f"must be a non-negative integer, got {n}")
         check_count(n, name, minimum=0, maximum=10_000_000)
+    check_count(args.limit, "limit", maximum=10_000_000)
     check_model_options(args)
+    if args.model is not None and (args.panel != "default" or args.limit is not None or args.plan):
+        raise InputError("arguments", "panel", "--panel, --limit and --plan are about the embedded checkpoints; "
+                                               "not with --model")
     if all(getattr(args, name) == 0 for name in MODELS) and args.model is None:
         raise InputError("arguments", "minilm", "--minilm 0 and --smollm2 0 leave nothing to run")
     return parse_tolerances(args.eps)
-
-
-def _extract(args, store: Path, console, progress: bool) -> None:
-    """Step 1: extract the panel into ``store`` (or reuse it with ``--reuse``)."""
-    have = (store / "records").is_dir() and any((store / "records").iterdir())
-    if args.reuse and have:
-        console.print(f"[bold]extract[/]: reusing {store}")
-        return
-    if have:
-        raise InputError(str(store), "store", "already holds records; remove it, choose another --out, or pass --reuse")
-    if args.model is not None:  # the user's model instead of the built-in panel
-        extract_model(args, store, console, progress)
-        return
-    extract_to_store = _extraction_api()
-    for name in MODELS:
-        n = getattr(args, name)
-        if n == 0:
-            continue
-        opts = {}
-        if n is not None:
-            opts["max_operators"] = n
-        if args.device is not None:
-            opts["device"] = check_device(args.device)
-        with progress_report(progress, f"extract {name}") as report:
-            ids = extract_to_store(name, store, progress=report, **opts)
-        console.print(f"[bold]extract[/]: {len(ids)} operators from {name}")
 
 
 def run(args) -> int:
@@ -113,6 +102,8 @@ def run(args) -> int:
 
     tolerances = _check_arguments(args)
     as_json = getattr(args, "json", False)  # then stdout holds the JSON object only
+    if args.plan:
+        return _print_plan(args, tolerances, as_json)
     console = Console(stderr=as_json, width=None if (sys.stderr if as_json else sys.stdout).isatty() else 170)
     out = output_dir(args.out)
     store = out / "store"
@@ -120,15 +111,15 @@ def run(args) -> int:
     times: dict[str, float] = {}
 
     t0 = time.perf_counter()  # 1. extract
-    _extract(args, store, console, progress)
+    _extract(args, store, out, console, progress)
     times["extract"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()  # 2. bracket (in place)
-    rows = _bracket(store, tolerances, args.jobs, progress)
+    rows = _bracket(store, tolerances, args, progress)
     times["bracket"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()  # 3. validated replay
-    replay, summary = _replay(store, out / "replay", args.jobs, progress)
+    replay, summary = _replay(store, out / "replay", args, progress)
     times["replay"] = time.perf_counter() - t0
     for line in summary.errors:  # a malformed record: one line on stderr (the others were replayed)
         print(f"softrank run: error: {line}", file=sys.stderr)
@@ -151,19 +142,52 @@ def run(args) -> int:
     return code
 
 
-def _bracket(store: Path, tolerances: list[Tolerance], jobs: int, progress: bool) -> list[dict]:
+def _print_plan(args, tolerances, as_json: bool) -> int:
+    """``--plan``: what would run (``run_panel.run_plan``), on stdout; nothing is computed."""
+    from softrank.cli.run_panel import run_plan
+
+    plan = run_plan(args, tolerances)
+    if as_json:
+        import json
+
+        print(json.dumps(plan), flush=True)
+        return 0
+    print(f"panel {plan['panel']}: {plan['operators']} operators x {len(plan['tolerances'])} tolerances "
+          f"({', '.join(plan['tolerances'])})")
+    for fam, f in plan["families"].items():
+        print(f"  {fam}: {f['operators']} operators at {f['shape'][0]} x {f['shape'][1]}")
+    return 0
+
+
+def _extract(args, store: Path, out: Path, console, progress: bool) -> None:
+    """Step 1: the panel into ``store`` (``--reuse``: kept as it is; ``--resume``: families not
+    yet journaled), or the user's model."""
+    have = (store / "records").is_dir() and any((store / "records").iterdir())
+    if args.model is not None and not (args.reuse and have):
+        if have and not args.resume:
+            raise InputError(str(store), "store", "already holds records; remove it, choose another --out, "
+                                                  "or pass --reuse")
+        extract_model(args, store, console, progress)
+        return
+    from softrank.cli.run_panel import extract_panel
+
+    extract_panel(args, store, out, console, progress)
+
+
+def _bracket(store: Path, tolerances: list[Tolerance], args, progress: bool) -> list[dict]:
     from softrank.cli.bracket import run_bracket
 
-    return run_bracket(store, None, tolerances, jobs=jobs, progress=progress, label="bracket")
+    return run_bracket(store, None, tolerances, jobs=args.jobs, progress=progress, label="bracket",
+                       scheduler=args.scheduler, resume=args.resume)
 
 
-def _replay(store: Path, out: Path, jobs: int, progress: bool):
+def _replay(store: Path, out: Path, args, progress: bool):
     """The replay job after its run (its ``rows`` and ``out``) and its summary."""
     from softrank.cli.replay import ReplayJob
 
-    job = ReplayJob(store, out)
+    job = ReplayJob(store, out, resume=args.resume)
     with progress_report(progress, "replay") as report:
-        summary = job.execute(jobs=jobs, progress=report)
+        summary = job.execute(jobs=args.jobs, scheduler=args.scheduler, progress=report)
     return job, summary
 
 

@@ -102,10 +102,11 @@ def _normalised(data: dict) -> dict:
     return data
 
 
-def write_report(replay_dir, out, figures=None, info: dict | None = None) -> Path:
+def write_report(replay_dir, out, figures=None, info: dict | None = None, research: bool = False) -> Path:
     """Build the page from REPLAY_DIR's tables into OUT (atomic); with ``figures``, the PNGs too.
-    ``info`` (a dict) receives what ``--json`` prints."""
-    return _write(load(replay_dir), out, figures, info)
+    ``info`` (a dict) receives what ``--json`` prints; ``research`` adds the comparison with the
+    research page's figures (``softrank.cli.report_research``; ``softrank run --panel full``)."""
+    return _write(load(replay_dir), out, figures, info, research)
 
 
 def write_report_data(rows: list[dict], verdicts: list[dict], out, figures=None, *, folder: str = "(in memory)",
@@ -122,10 +123,14 @@ def write_report_data(rows: list[dict], verdicts: list[dict], out, figures=None,
     return _write(_normalised(data), out, figures, info)
 
 
-def _write(data: dict, out, figures, info: dict | None) -> Path:
+def _write(data: dict, out, figures, info: dict | None, research: bool = False) -> Path:
     page = Page()
     _header(page, data)
     summary = _brackets(page, data["rows"])
+    if research:  # softrank run --panel full: beside the research page's float64 figures
+        from softrank.cli.report_research import research_section
+
+        research_section(page, summary)
     _heads(page, data["rows"])
     _records(page, data["rows"])
     _transitions(page, data["rows"], data["verdicts"])

@@ -168,17 +168,20 @@ def record_rows(rows: list[dict]) -> list[dict]:
 
 def bracket_figure(data: dict) -> bytes:
     """One panel per eps: a vertical segment from L to U per operator (log scale), sorted by U,
-    coloured when resolved; the full-rank line min(m, N); one legend below the panels.  Every
+    coloured when resolved; the full-rank line min(m, N); one legend below the panels (stacked,
+    one per row, beyond ``MANY`` operators: ``_layout``).  Every
     tick is an integer (operators on x; ranks 1, 2, 5, 10, ... on y)."""
     plt = _plt()
     from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
     panels = data["panels"]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 0.6, 4.4), sharey=True, squeeze=False)
+    nrows, ncols, size, dot = _layout(panels)
+    fig, axes = plt.subplots(nrows, ncols, figsize=size, sharey=True, squeeze=False)
+    axes = [list(axes.flat)]
     legend = {}
     for ax, panel in zip(axes[0], panels):
         ops = panel["operators"]
-        width = max(0.6, min(3.0, 500 / max(len(ops), 1)))
+        width = max(0.3, min(3.0, 500 / max(len(ops), 1)))
         for key, color, label, style in (("resolved", RESOLVED, "resolved (U <= 2L, U - L <= 2 or <= min(m, N)/10)",
                                            "solid"),
                                           ("unresolved", UNRESOLVED, "not resolved", "solid"),
@@ -189,7 +192,7 @@ def bracket_figure(data: dict) -> bytes:
                                           [ops[i]["upper"] for i in pick], colors=color, linewidth=width,
                                           linestyles=style)
                 closed = [i for i in pick if ops[i]["lower"] == ops[i]["upper"]]
-                ax.scatter(closed, [ops[i]["upper"] for i in closed], s=10, color=color, marker="o", zorder=3)
+                ax.scatter(closed, [ops[i]["upper"] for i in closed], s=dot, color=color, marker="o", zorder=3)
         (legend["full rank min(m, N)"],) = ax.step(range(len(ops)), [o["full_rank"] for o in ops], where="mid",
                                                    color="black", linestyle="--", linewidth=1)
         legend["closed exactly (L = U): a dot"] = ax.scatter([], [], s=10, color="gray", marker="o")
@@ -201,12 +204,27 @@ def bracket_figure(data: dict) -> bytes:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         done = sum(o["resolved"] for o in ops)
         ax.set_title(f"{_label(data['family'])}, eps = {panel['eps']}: {done}/{len(ops)} resolved", fontsize=10)
-        ax.set_xlabel(f"operators sorted by upper end ({len(ops)})")
+        if nrows == 1 or ax is axes[0][-1]:
+            ax.set_xlabel(f"operators sorted by upper end ({len(ops)})")
         ax.grid(True, which="major", axis="y", alpha=0.3)
-    axes[0][0].set_ylabel("rank: validated lower to upper end")
+    fig.subplots_adjust(hspace=0.3)
+    for ax in axes[0][: 1 if nrows == 1 else nrows]:
+        ax.set_ylabel("rank: validated lower to upper end")
     fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=len(legend), fontsize=8,
-               bbox_to_anchor=(0.5, -0.06), frameon=False)
+               bbox_to_anchor=(0.5, -0.06 if nrows == 1 else 0.03), frameon=False)
     return _png(fig)
+
+
+MANY = 200  # beyond this many operators in a panel, the panels are stacked, each the page's width
+
+
+def _layout(panels: list[dict]) -> tuple[int, int, tuple[float, float], float]:
+    """Rows, columns, figure size (inches) and dot size: panels side by side, or, with hundreds of
+    operators (one segment each, sorted by U), stacked one per row, 12 inches wide, smaller dots."""
+    most = max((len(p["operators"]) for p in panels), default=0)
+    if most <= MANY:
+        return 1, len(panels), (4.6 * len(panels) + 0.6, 4.4), 10
+    return len(panels), 1, (12.0, 3.6 * len(panels)), 3
 
 
 def _kind(op: dict) -> str:

@@ -129,7 +129,7 @@ def run(args) -> int:
     _print_table(console, table, times, summary)
     from softrank.cli.report import write_report
 
-    page = write_report(replay.out, out / "report.html")
+    page = write_report(replay.out, out / "report.html", research=args.panel == "full")
     code = 0 if not summary.malformed else 2
     if as_json:
         import json

@@ -82,6 +82,8 @@ def test_limit_gives_exact_record_counts(reference):
         assert summary[fam]["operators"] == summary[fam]["replayed"] == "2"
         assert summary[fam]["shape"] == f"{shape[0]}x{shape[1]}"
     assert len(_rows(reference / "store" / "bracket.csv")) == len(_rows(reference / "replay" / "replay.csv")) == 4
+    page = (reference / "report.html").read_text(encoding="utf-8")
+    assert "Beside the research page" in page and "BERT-base" in page  # the full panel's comparison
 
 
 def _entries(folder: Path) -> int:

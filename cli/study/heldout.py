@@ -1,0 +1,49 @@
+"""``softrank study constructions --panel P``: the held-out construction benchmark's steps
+(extract on held-out sources, bracket every construction at eps 0.25, replay, summarise with
+source-bootstrap intervals; ``softrank.fastpath.studies.heldout``)."""
+
+from __future__ import annotations
+
+import csv
+
+from softrank.cli.extract import progress_report
+from softrank.cli.paths import output_dir
+from softrank.cli.summaries import json_text
+from softrank.fastpath.store.files import write_json
+
+
+def _rows(path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def held_out(args) -> int:
+    from softrank.cli.bracket import run_bracket
+    from softrank.cli.replay import ReplayJob
+    from softrank.fastpath.capture.panels import counts
+    from softrank.fastpath.studies import heldout
+
+    out = output_dir(args.out)
+    store, progress = out / "store", not args.no_progress
+    with progress_report(progress, "extract (held-out sources)") as report:
+        heldout.extract_held_out(store, args.panel, counts(args.panel, args.limit), progress=report)
+    run_bracket(store, None, [heldout.EPS], jobs=args.jobs, mode="full", progress=progress, label="bracket (full)")
+    job = ReplayJob(store, out / "replay")
+    with progress_report(progress, "replay") as report:
+        job.execute(jobs=args.jobs, progress=report)
+    ops = heldout.operator_ratios(_rows(store / "bracket.csv"), _rows(out / "replay" / "replay.csv"), 0.25)
+    result = {"eps": heldout.EPS, "panel": args.panel,
+              "sources": [p.source_id for p in heldout.held_out_passages(args.panel)],
+              "families": heldout.summarise(ops)}
+    write_json(out / "heldout.json", result)
+    if args.json:
+        print(json_text(result))
+        return 0
+    print(f"held-out sources ({len(result['sources'])}), eps {heldout.EPS}: median rank / validated L "
+          "[95% source-bootstrap interval]")
+    for fam, row in result["families"].items():
+        cells = ", ".join(f"{c} {row[c]['median']:.2f} [{row[c]['ci95'][0]:.2f}, {row[c]['ci95'][1]:.2f}]"
+                          for c in ("best", *heldout.ALL_CONSTRUCTIONS))
+        print(f"  {fam} ({row['operators']} operators, {row['sources']} sources): {cells}")
+    print(f"-> {out / 'heldout.json'}")
+    return 0

@@ -1,0 +1,106 @@
+"""The held-out construction benchmark (``softrank study constructions --panel full``).
+
+On sources disjoint from the main panel's (stdlib passages of other modules than those ``softrank
+run --panel PANEL`` reads, chosen by seed 1), the panel's (layer, head) pairs are extracted, bracketed
+at eps 0.25 with every upper construction searched for its own least rank (``--mode full``) and
+replayed with the validated checker.  Per family and construction c, the statistic is the median
+over operators of rank_c / max(L, 1), L the validated lower end, "best" taking the least rank over
+the six constructions; a construction that found no witness counts as min(m, N).  Its 95% interval
+resamples the sources with replacement (``BOOTSTRAP`` draws, percentile interval): operators of one
+source share a passage, so they are not independent draws.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+
+from softrank.fastpath.bracket.matrix import ALL_CONSTRUCTIONS
+from softrank.validated.errors import InputError
+
+EPS = "0.25"
+SEED = 1
+BOOTSTRAP = 2000
+
+
+def _module(source_id: str) -> str:
+    return source_id.split(":", 1)[-1].split("#")[0]
+
+
+def held_out_passages(panel: str = "full", count: int | None = None, seed: int = SEED) -> list:
+    """``count`` (default: the panel's) stdlib passages none of whose modules the panel reads."""
+    from softrank.fastpath.capture.panels import PANELS
+    from softrank.fastpath.capture.sources import stdlib_passages
+
+    count = count or max(opts["sources"] for opts in PANELS[panel].values())
+    used = {_module(p.source_id) for opts in PANELS[panel].values()
+            for p in stdlib_passages(opts["sources"], opts["seed"])}
+    out = []
+    for p in stdlib_passages(4 * count, seed):
+        if _module(p.source_id) not in used and len(out) < count:
+            out.append(p)
+    if len(out) < count:
+        raise InputError("study constructions", "sources", f"only {len(out)} held-out passages, need {count}")
+    return out
+
+
+def extract_held_out(store, panel: str, per_model: dict[str, int], progress=None) -> dict[str, list[str]]:
+    """Extract ``per_model`` operators of each model on the held-out passages into ``store``."""
+    from softrank.fastpath.capture.extract import extract_to_store
+    from softrank.fastpath.capture.panels import PANELS
+
+    texts = [(p.source_id, p.text) for p in held_out_passages(panel)]
+    out = {}
+    for name, count in per_model.items():
+        opts = {k: v for k, v in PANELS[panel][name].items() if k not in ("sources", "max_operators")}
+        out[name] = extract_to_store(name, store, texts=texts, max_operators=count, progress=progress, **opts)
+    return out
+
+
+def _int(v):
+    try:
+        return int(float(v))
+    except (TypeError, ValueError):
+        return None
+
+
+def operator_ratios(bracket_rows: list[dict], replay_rows: list[dict], eps: float) -> list[dict]:
+    """Per operator at ``eps``: family, source, validated L, each construction's rank / max(L, 1)."""
+    replayed = {r["record_id"]: r for r in replay_rows
+                if r.get("status") == "ok" and abs(float(r.get("eps_value") or "nan") - eps) < 1e-12}
+    out = []
+    for r in bracket_rows:
+        rep = replayed.get(r["record_id"])
+        if rep is None or abs(float(r["eps_value"]) - eps) >= 1e-12 or _int(rep.get("validated_lower")) is None:
+            continue
+        p, lower = min(int(r["m"]), int(r["N"])), max(_int(rep["validated_lower"]), 1)
+        ranks = {c: _int(r.get(f"rank_{c}")) or p for c in ALL_CONSTRUCTIONS}
+        ranks["best"] = min(ranks.values())
+        out.append({"family": rep["family"], "source": rep["source_id"], "record_id": r["record_id"],
+                    "lower": lower, **{c: k / lower for c, k in ranks.items()}})
+    return out
+
+
+def bootstrap_interval(by_source: dict[str, list[float]], draws: int = BOOTSTRAP, seed: int = 0) -> list[float]:
+    """95% percentile interval of the pooled median, the sources resampled with replacement."""
+    sources = sorted(by_source)
+    rng = random.Random(seed)
+    meds = sorted(statistics.median([x for s in (rng.choice(sources) for _ in sources) for x in by_source[s]])
+                  for _ in range(draws))
+    return [meds[int(0.025 * draws)], meds[min(draws - 1, int(0.975 * draws))]]
+
+
+def summarise(ops: list[dict], draws: int = BOOTSTRAP) -> dict[str, dict]:
+    """family -> operators, sources, and per construction (and "best") the median of rank / L with
+    its 95% source-bootstrap interval."""
+    out = {}
+    for fam in sorted({o["family"] for o in ops}):
+        sel = [o for o in ops if o["family"] == fam]
+        row = {"operators": len(sel), "sources": len({o["source"] for o in sel})}
+        for c in ("best", *ALL_CONSTRUCTIONS):
+            by_source: dict[str, list[float]] = {}
+            for o in sel:
+                by_source.setdefault(o["source"], []).append(o[c])
+            row[c] = {"median": statistics.median(o[c] for o in sel), "ci95": bootstrap_interval(by_source, draws)}
+        out[fam] = row
+    return out

@@ -1,0 +1,41 @@
+"""``softrank study constructions --panel full --limit 1``: the held-out benchmark end to end
+(``cli/study/heldout.py``): records on held-out sources only, every construction at eps 0.25,
+``heldout.json`` with a median and a 95% interval per family and construction."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from softrank.fastpath.capture.panels import PANELS
+from softrank.fastpath.capture.sources import stdlib_passages
+from softrank.fastpath.studies.heldout import ALL_CONSTRUCTIONS, _module
+
+
+def test_held_out_benchmark_runs_on_disjoint_sources(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "softrank", "study", "constructions", "--panel", "full", "--limit",
+                           "1", "--jobs", "1", "--no-progress", "--json", "--out", str(out)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result == json.loads((out / "heldout.json").read_text())
+    assert result["eps"] == "0.25" and len(result["sources"]) == 8
+    main = {p.source_id for opts in PANELS["full"].values() for p in stdlib_passages(opts["sources"], opts["seed"])}
+    assert not main & set(result["sources"])
+    assert set(result["families"]) == {"all-MiniLM-L6-v2", "SmolLM2-135M"}
+    for row in result["families"].values():
+        assert row["operators"] == 1
+        for c in ("best", *ALL_CONSTRUCTIONS):
+            lo, hi = row[c]["ci95"]
+            assert lo <= row[c]["median"] <= hi and row["best"]["median"] <= row[c]["median"]
+    records = [p.name for p in (out / "store" / "records").iterdir()]
+    modules = {_module(s) for s in main}
+    assert len(records) == 2 and not any(f"-{m}." in r for r in records for m in modules)
+
+
+def test_constructions_needs_a_table_or_a_panel(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "softrank", "study", "constructions"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "BRACKET_CSV" in proc.stderr and "Traceback" not in proc.stderr

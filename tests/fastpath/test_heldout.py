@@ -1,0 +1,46 @@
+"""The held-out construction benchmark's pieces (``fastpath/studies/heldout.py``): sources disjoint
+from the main panel's modules, the per-operator ratios joined on record and eps, and the
+source-bootstrap interval."""
+
+from __future__ import annotations
+
+from softrank.fastpath.capture.panels import PANELS
+from softrank.fastpath.capture.sources import stdlib_passages
+from softrank.fastpath.studies import heldout
+
+
+def test_held_out_sources_share_no_module_with_the_main_panel():
+    held = heldout.held_out_passages("full")
+    main = {heldout._module(p.source_id) for opts in PANELS["full"].values()
+            for p in stdlib_passages(opts["sources"], opts["seed"])}
+    assert len(held) == 8 and len({p.source_id for p in held}) == 8
+    assert not main & {heldout._module(p.source_id) for p in held}
+
+
+def _bracket(rid, ranks):
+    return {"record_id": rid, "eps_value": "0.25", "m": "128", "N": "128",
+            **{f"rank_{c}": str(k) if k else "" for c, k in zip(heldout.ALL_CONSTRUCTIONS, ranks)}}
+
+
+def _replay(rid, source, lower, status="ok"):
+    return {"record_id": rid, "eps_value": "0.25", "status": status, "family": "F", "source_id": source,
+            "validated_lower": str(lower)}
+
+
+def test_operator_ratios_take_the_best_construction_over_the_validated_lower_end():
+    bracket = [_bracket("a", [8, 6, None, 4, 5, 9]), _bracket("b", [3, 3, 3, 3, 3, 3]), _bracket("c", [1] * 6)]
+    replay = [_replay("a", "s1", 2), _replay("b", "s2", 0), _replay("c", "s3", 1, status="malformed")]
+    ops = heldout.operator_ratios(bracket, replay, 0.25)
+    assert [o["record_id"] for o in ops] == ["a", "b"]
+    assert ops[0]["best"] == 2.0 and ops[0]["altl1"] == 64.0 and ops[0]["tsvd"] == 4.0  # no witness: min(m, N)
+    assert ops[1]["best"] == 3.0 and ops[1]["lower"] == 1
+
+
+def test_bootstrap_interval_resamples_sources():
+    assert heldout.bootstrap_interval({"s1": [2.0, 2.0], "s2": [2.0]}, draws=200) == [2.0, 2.0]
+    lo, hi = heldout.bootstrap_interval({"s1": [1.0], "s2": [3.0], "s3": [5.0]}, draws=400)
+    assert 1.0 <= lo < 3.0 < hi <= 5.0
+    table = heldout.summarise([{"family": "F", "source": s, "record_id": s, "lower": 1,
+                                **{c: v for c in ("best", *heldout.ALL_CONSTRUCTIONS)}}
+                               for s, v in (("s1", 1.0), ("s2", 3.0))], draws=100)
+    assert table["F"]["operators"] == 2 and table["F"]["sources"] == 2 and table["F"]["best"]["median"] == 2.0

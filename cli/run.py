@@ -34,6 +34,7 @@ from softrank.fastpath.store.files import write_csv, write_json
 from softrank.validated.errors import InputError
 
 MODELS = ("minilm", "smollm2")
+BRACKET_DONE = ".bracket-done"  # the finished bracket's rows, for --resume
 
 
 EPILOG = """--json prints one object on stdout (the progress and the human lines go to stderr): {"out",
@@ -175,10 +176,19 @@ def _extract(args, store: Path, out: Path, console, progress: bool) -> None:
 
 
 def _bracket(store: Path, tolerances: list[Tolerance], args, progress: bool) -> list[dict]:
+    """Step 2, its rows journaled in ``OUT/.bracket-done`` once the bracket's tables are written
+    (the bracket removes its own journal then), so that ``--resume`` after a kill in the replay
+    does not bracket again."""
     from softrank.cli.bracket import run_bracket
+    from softrank.fastpath.runner import Journal
 
-    return run_bracket(store, None, tolerances, jobs=args.jobs, progress=progress, label="bracket",
+    journal = Journal(store.parent / BRACKET_DONE, {"eps": [t.text for t in tolerances]}, resume=args.resume)
+    done = journal.entries().get("rows")
+    if isinstance(done, list):
+        return done
+    rows = run_bracket(store, None, tolerances, jobs=args.jobs, progress=progress, label="bracket",
                        scheduler=args.scheduler, resume=args.resume)
+    return journal.add("rows", rows)
 
 
 def _replay(store: Path, out: Path, args, progress: bool):

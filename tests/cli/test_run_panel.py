@@ -109,6 +109,19 @@ def test_killed_run_resumes_to_the_tables_of_an_uninterrupted_run(reference, tmp
     assert _tables(out) == _tables(reference)
 
 
+def test_resume_after_the_bracket_does_not_bracket_again(reference, tmp_path):
+    """Killed in the replay (simulated: the replay and the summary removed after a whole run):
+    ``--resume`` replays and summarises again from the journaled bracket rows."""
+    out = tmp_path / "out"
+    shutil.copytree(reference, out)
+    shutil.rmtree(out / "replay")
+    (out / "summary.csv").unlink()
+    before = (out / "store" / "bracket.csv").stat().st_mtime_ns
+    _run([*RUN, "--jobs", "1", "--resume", "--out", str(out)], tmp_path)
+    assert (out / "store" / "bracket.csv").stat().st_mtime_ns == before
+    assert _tables(out) == _tables(reference)
+
+
 def test_scheduler_gives_the_tables_of_jobs_1(reference, tmp_path):
     """A scheduler and two workers started apart from the run (the run reuses the reference's
     extracted store; bracket and replay run on the cluster)."""

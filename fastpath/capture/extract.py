@@ -18,6 +18,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from softrank.fastpath.capture.inputs import block_widths, pass_sources, text_sources
 from softrank.validated.errors import InputError
 
 # Defaults per named model: the research panel (>= 64 MiniLM operators at 256 x 256,
@@ -124,7 +125,7 @@ def extract_to_store(model, store, **options) -> list[str]:
             raise InputError("arguments", key.replace("_", "-"), f"must be at most {UPPER_LIMITS[key]:,}, got {shown}")
     if opts.get("progress") not in (None, False) and not callable(opts["progress"]):
         raise TypeError("extract_to_store: progress must be a callable progress(done, total)")
-    passages = _text_sources(opts) if opts.get("texts") is not None else None
+    passages = text_sources(opts) if opts.get("texts") is not None else None
 
     threads_before = torch.get_num_threads()
     torch.set_num_threads(int(opts.get("threads") or DEFAULT_THREADS))
@@ -158,82 +159,6 @@ def _extract(lm, store, plan, opts) -> list[str]:
     return ids
 
 
-def _text_sources(opts):
-    from softrank.fastpath.capture.sources import text_passage
-
-    out, seen = [], set()
-    for i, item in enumerate(opts["texts"]):
-        source_id, text = item if isinstance(item, tuple) else (f"text:{i}", item)
-        if source_id in seen:  # two files with the same name: keep record ids distinct
-            source_id = f"{source_id}#{i}"
-        seen.add(source_id)
-        out.append(text_passage(text, source_id))
-    if not out:
-        raise InputError("texts", "text", "no text given")
-    return out
-
-
-def _widths(lm, opts, tokens: int, passages=None) -> list[int]:
-    """Block widths for causal models (default: those of ``BLOCK_WIDTHS`` the pass fits; with
-    given texts, the pass is the shortest text's tokens, and when none of ``BLOCK_WIDTHS`` fits
-    it, the widest block it allows, N = (P + 1) // 2), none otherwise; the pass length is checked
-    against the model's positions and the widths."""
-    from softrank.fastpath.capture.operators import BLOCK_WIDTHS
-
-    max_pos = lm.max_positions
-    if lm.kind in ("encoder", "decoder", "seq2seq") and max_pos is not None and tokens > max_pos:
-        raise InputError("arguments", "tokens", f"{tokens} tokens exceed the model's {max_pos} positions")
-    if lm.kind not in ("decoder", "seq2seq"):
-        if opts.get("widths") is not None:
-            raise InputError("arguments", "widths", f"block widths apply to causal models only; {lm.name} is "
-                                                    f"an {lm.kind} model (its operators are whole passes)")
-        return []
-    widths = opts.get("widths")
-    if widths is None and passages:
-        shortest = min(len(lm.encode_text(p.text, tokens)) for p in passages)
-        widths = [w for w in BLOCK_WIDTHS if 2 * w - 1 <= shortest] or ([(shortest + 1) // 2] if shortest else None)
-        tokens = min(tokens, shortest) if shortest else tokens
-    if widths is None:
-        widths = [w for w in BLOCK_WIDTHS if 2 * w - 1 <= tokens]
-        if not widths:
-            raise InputError("arguments", "tokens",
-                             f"a pass of {tokens} tokens is too short for any block width "
-                             f"{list(BLOCK_WIDTHS)} (width N needs 2N-1 tokens)")
-    widths = sorted({int(w) for w in widths})
-    if widths[0] < 1:
-        raise InputError("arguments", "widths", f"block widths must be positive, got {widths[0]}")
-    if 2 * widths[-1] - 1 > tokens:
-        raise InputError("arguments", "tokens",
-                         f"a pass of {tokens} tokens is too short for block width {widths[-1]} "
-                         f"(needs {2 * widths[-1] - 1})")
-    return widths
-
-
-def _sources(lm, opts, passages) -> list:
-    """The given passages or image files, else seeded stdlib passages (text models) or synthetic
-    images (vision models)."""
-    from softrank.fastpath.capture.sources import (
-        image_file,
-        image_settings,
-        stdlib_passages,
-        synthetic_images,
-    )
-
-    images = opts.get("images")
-    n_sources = int(opts["sources"]) if passages is None else len(passages)
-    if lm.kind not in ("vision", "blip2"):
-        if images:
-            raise InputError("arguments", "image-file", f"image files need a vision model (vit, blip-2), "
-                                                        f"not {lm.family}")
-        return passages if passages is not None else stdlib_passages(n_sources, int(opts["seed"]))
-    vision = lm.config.vision_config if lm.kind == "blip2" else lm.config
-    size, channels = int(vision.image_size), int(getattr(vision, "num_channels", 3))
-    if images:
-        settings = image_settings(lm.folder)
-        return [image_file(path, size, channels, settings) for path in images]
-    return synthetic_images(n_sources, int(opts["seed"]), size=size, channels=channels)
-
-
 def _plan(lm, opts, passages) -> dict[str, Any]:
     """Sources, (layer, head) pairs per source, widths and pass length; checks what can be
     checked before any forward pass."""
@@ -242,8 +167,8 @@ def _plan(lm, opts, passages) -> dict[str, Any]:
     tokens = int(opts["tokens"])
     if not opts.get("tokens_given") and lm.max_positions is not None and lm.kind != "vision":
         tokens = min(tokens, lm.max_positions)  # the default pass fits a small model's positions
-    widths = _widths(lm, opts, tokens, passages if lm.kind in ("decoder", "seq2seq") else None)
-    sources = _sources(lm, opts, passages)
+    widths = block_widths(lm, opts, tokens, passages if lm.kind in ("decoder", "seq2seq") else None)
+    sources = pass_sources(lm, opts, passages)
     per_pair = {"encoder": 1, "vision": 1, "blip2": 1, "decoder": len(widths), "seq2seq": 2 + len(widths)}[lm.kind]
     max_ops = opts.get("max_operators")
     work = []

@@ -1,0 +1,82 @@
+"""What the forward passes of an extraction read: the user's texts, seeded stdlib passages or
+images, and the common-prefix block widths a causal model's pass allows."""
+
+from __future__ import annotations
+
+from softrank.validated.errors import InputError
+
+
+def text_sources(opts):
+    from softrank.fastpath.capture.sources import text_passage
+
+    out, seen = [], set()
+    for i, item in enumerate(opts["texts"]):
+        source_id, text = item if isinstance(item, tuple) else (f"text:{i}", item)
+        if source_id in seen:  # two files with the same name: keep record ids distinct
+            source_id = f"{source_id}#{i}"
+        seen.add(source_id)
+        out.append(text_passage(text, source_id))
+    if not out:
+        raise InputError("texts", "text", "no text given")
+    return out
+
+
+def block_widths(lm, opts, tokens: int, passages=None) -> list[int]:
+    """Block widths for causal models (default: those of ``BLOCK_WIDTHS`` the pass fits; with
+    given texts, the pass is the shortest text's tokens, and when none of ``BLOCK_WIDTHS`` fits
+    it, the widest block it allows, N = (P + 1) // 2), none otherwise; the pass length is checked
+    against the model's positions and the widths."""
+    from softrank.fastpath.capture.operators import BLOCK_WIDTHS
+
+    max_pos = lm.max_positions
+    if lm.kind in ("encoder", "decoder", "seq2seq") and max_pos is not None and tokens > max_pos:
+        raise InputError("arguments", "tokens", f"{tokens} tokens exceed the model's {max_pos} positions")
+    if lm.kind not in ("decoder", "seq2seq"):
+        if opts.get("widths") is not None:
+            raise InputError("arguments", "widths", f"block widths apply to causal models only; {lm.name} is "
+                                                    f"an {lm.kind} model (its operators are whole passes)")
+        return []
+    widths = opts.get("widths")
+    if widths is None and passages:
+        shortest = min(len(lm.encode_text(p.text, tokens)) for p in passages)
+        widths = [w for w in BLOCK_WIDTHS if 2 * w - 1 <= shortest] or ([(shortest + 1) // 2] if shortest else None)
+        tokens = min(tokens, shortest) if shortest else tokens
+    if widths is None:
+        widths = [w for w in BLOCK_WIDTHS if 2 * w - 1 <= tokens]
+        if not widths:
+            raise InputError("arguments", "tokens",
+                             f"a pass of {tokens} tokens is too short for any block width "
+                             f"{list(BLOCK_WIDTHS)} (width N needs 2N-1 tokens)")
+    widths = sorted({int(w) for w in widths})
+    if widths[0] < 1:
+        raise InputError("arguments", "widths", f"block widths must be positive, got {widths[0]}")
+    if 2 * widths[-1] - 1 > tokens:
+        raise InputError("arguments", "tokens",
+                         f"a pass of {tokens} tokens is too short for block width {widths[-1]} "
+                         f"(needs {2 * widths[-1] - 1})")
+    return widths
+
+
+def pass_sources(lm, opts, passages) -> list:
+    """The given passages or image files, else seeded stdlib passages (text models) or synthetic
+    images (vision models)."""
+    from softrank.fastpath.capture.sources import (
+        image_file,
+        image_settings,
+        stdlib_passages,
+        synthetic_images,
+    )
+
+    images = opts.get("images")
+    n_sources = int(opts["sources"]) if passages is None else len(passages)
+    if lm.kind not in ("vision", "blip2"):
+        if images:
+            raise InputError("arguments", "image-file", f"image files need a vision model (vit, blip-2), "
+                                                        f"not {lm.family}")
+        return passages if passages is not None else stdlib_passages(n_sources, int(opts["seed"]))
+    vision = lm.config.vision_config if lm.kind == "blip2" else lm.config
+    size, channels = int(vision.image_size), int(getattr(vision, "num_channels", 3))
+    if images:
+        settings = image_settings(lm.folder)
+        return [image_file(path, size, channels, settings) for path in images]
+    return synthetic_images(n_sources, int(opts["seed"]), size=size, channels=channels)

@@ -26,14 +26,14 @@ def held_out(args) -> int:
     out = output_dir(args.out)
     store, progress = out / "store", not args.no_progress
     with progress_report(progress, "extract (held-out sources)") as report:
-        heldout.extract_held_out(store, args.panel, counts(args.panel, args.limit), progress=report)
+        passages, _ = heldout.extract_held_out(store, args.panel, counts(args.panel, args.limit), progress=report)
     run_bracket(store, None, [heldout.EPS], jobs=args.jobs, mode="full", progress=progress, label="bracket (full)")
     job = ReplayJob(store, out / "replay")
     with progress_report(progress, "replay") as report:
         job.execute(jobs=args.jobs, progress=report)
     ops = heldout.operator_ratios(_rows(store / "bracket.csv"), _rows(out / "replay" / "replay.csv"), 0.25)
     result = {"eps": heldout.EPS, "panel": args.panel,
-              "sources": [p.source_id for p in heldout.held_out_passages(args.panel)],
+              "sources": [p.source_id for p in passages],
               "families": heldout.summarise(ops)}
     write_json(out / "heldout.json", result)
     if args.json:

@@ -27,8 +27,9 @@ def _module(source_id: str) -> str:
     return source_id.split(":", 1)[-1].split("#")[0]
 
 
-def held_out_passages(panel: str = "full", count: int | None = None, seed: int = SEED) -> list:
-    """``count`` (default: the panel's) stdlib passages none of whose modules the panel reads."""
+def held_out_passages(panel: str = "full", count: int | None = None, seed: int = SEED, keep=None) -> list:
+    """``count`` (default: the panel's) stdlib passages none of whose modules the panel reads (and,
+    with ``keep``, for which ``keep(passage)`` holds)."""
     from softrank.fastpath.capture.panels import PANELS
     from softrank.fastpath.capture.sources import stdlib_passages
 
@@ -37,24 +38,35 @@ def held_out_passages(panel: str = "full", count: int | None = None, seed: int =
             for p in stdlib_passages(opts["sources"], opts["seed"])}
     out = []
     for p in stdlib_passages(4 * count, seed):
-        if _module(p.source_id) not in used and len(out) < count:
+        if _module(p.source_id) not in used and len(out) < count and (keep is None or keep(p)):
             out.append(p)
     if len(out) < count:
         raise InputError("study constructions", "sources", f"only {len(out)} held-out passages, need {count}")
     return out
 
 
-def extract_held_out(store, panel: str, per_model: dict[str, int], progress=None) -> dict[str, list[str]]:
-    """Extract ``per_model`` operators of each model on the held-out passages into ``store``."""
+def extract_held_out(store, panel: str, per_model: dict[str, int], progress=None) -> tuple[list, dict]:
+    """Extract ``per_model`` operators of each model on the held-out passages into ``store``: the
+    passages every model reads as a whole pass of the panel's length (so the operators have the
+    main panel's shapes), and the record ids per model."""
     from softrank.fastpath.capture.extract import extract_to_store
+    from softrank.fastpath.capture.models import load_model
     from softrank.fastpath.capture.panels import PANELS
 
-    texts = [(p.source_id, p.text) for p in held_out_passages(panel)]
+    models = {name: load_model(name) for name in per_model}
+
+    def whole(p) -> bool:
+        tokens = {name: PANELS[panel][name]["tokens"] for name in models}
+        return all(len(lm.encode_text(p.text, tokens[name])) >= tokens[name] for name, lm in models.items())
+
+    passages = held_out_passages(panel, keep=whole)
+    texts = [(p.source_id, p.text) for p in passages]
     out = {}
     for name, count in per_model.items():
         opts = {k: v for k, v in PANELS[panel][name].items() if k not in ("sources", "max_operators")}
-        out[name] = extract_to_store(name, store, texts=texts, max_operators=count, progress=progress, **opts)
-    return out
+        out[name] = extract_to_store(models[name], store, texts=texts, max_operators=count, progress=progress,
+                                     **opts)
+    return passages, out
 
 
 def _int(v):

@@ -1,3 +1,3 @@
-from softrank.cli import main
+from softrank.cli import console_main
 
-raise SystemExit(main())
+console_main()

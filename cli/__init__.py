@@ -186,5 +186,24 @@ def _closed_stdout() -> int:
     return 141
 
 
+def console_main() -> None:
+    """The ``softrank`` command (and ``python -m softrank``): ``main``, then the process ends
+    without running native libraries' static destructors.  Once every result is written and
+    flushed, a library thread still joinable at interpreter exit (seen after a HiGHS solve and a
+    pyarrow read in one process, a few runs in ten under load) would otherwise abort the process
+    with "terminate called without an active exception" and exit code 134 instead of the code
+    ``main`` returned.  Python's own exit handlers still run first."""
+    import atexit
+
+    code = main()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed stdout: main has already chosen the code
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    console_main()

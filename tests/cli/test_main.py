@@ -165,3 +165,18 @@ def test_a_missing_unrelated_module_is_not_hidden():
 
     with pytest.raises(ModuleNotFoundError):
         _missing("kappa", ModuleNotFoundError("No module named 'nonexistent_xyz'", name="nonexistent_xyz"))
+
+
+def test_the_console_entry_returns_mains_code_after_the_exit_handlers(tmp_path):
+    """``console_main`` ends the process with ``main``'s exit code (bypassing native libraries'
+    static destructors) after Python's exit handlers have run and the streams are flushed."""
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('exit handler ran'))\n"
+            f"sys.argv = ['softrank', 'replay', {str(tmp_path / 'missing')!r}]\n"
+            "print('before', end='')\n"
+            "from softrank.cli import console_main\n"
+            "console_main()\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout.startswith("before") and "exit handler ran" in proc.stdout
+    assert len(proc.stderr.strip().splitlines()) == 1 and "missing" in proc.stderr

@@ -20,7 +20,8 @@ larger one):
 7. ``share_witnesses``       a witness checked at a smaller eps serves a larger one.
 
 Modes: ``fast`` (default) searches each later construction only below the best rank found so
-far; ``full`` finds every construction's own least rank (for the construction study; slower).
+far; ``full`` finds every construction's own least rank (for the construction study; slower) and
+keeps, per construction, the ranks it was tried at and missed (its failed attempts).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import numpy as np
 from softrank.fastpath.lower import decoder as dec
 from softrank.fastpath.lower import certificates as low
 from softrank.fastpath.operator_cache import OperatorCache
-from softrank.fastpath.upper.rank_search import MARGIN, Witness, search_ranks, tsvd_scan
+from softrank.fastpath.upper.rank_search import MARGIN, SearchLog, Witness, search_ranks, tsvd_scan
 from softrank.fastpath.upper.refine import descend, shrink
 
 DEFAULT_EPS = (0.15, 0.25, 0.35)
@@ -74,6 +75,7 @@ class EpsBracket:
     baseline_upper: int | None  # truncated SVD
     ranks: dict[str, int | None] = field(default_factory=dict)  # construction -> least rank found
     lower_by_kind: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, list[int]] = field(default_factory=dict)  # full mode: construction -> missed ranks
 
     @property
     def verdicts(self) -> dict[str, str]:
@@ -107,6 +109,8 @@ class BracketState:
     certs: dict[float, list[low.Certificate]] = field(default_factory=dict)
     baseline_lower: dict[float, int] = field(default_factory=dict)  # Frobenius tail, at least 1
     lower: dict[float, int] = field(default_factory=dict)  # largest certified lower end
+    # full mode: construction -> the ranks >= 1 it was evaluated at whose float64 error missed eps - MARGIN
+    failed: dict[float, dict[str, list[int]]] = field(default_factory=dict)
 
     def upper(self, e: float) -> int:
         """Rank of the best witness at eps e, or p when there is none."""
@@ -126,6 +130,9 @@ def scan_baseline(s: BracketState) -> None:
         s.baseline_upper = tsvd_scan(s.op, s.eps_list)
     s.best = dict(s.baseline_upper)
     s.ranks = {e: {"tsvd": None if w is None else w.rank} for e, w in s.baseline_upper.items()}
+    if s.mode == "full":  # the scan evaluates every rank below the one it stops at
+        s.failed = {e: {"tsvd": list(range(1, s.op.p + 1 if w is None else w.rank))}
+                    for e, w in s.baseline_upper.items()}
 
 
 def tail_certificates(s: BracketState) -> None:
@@ -170,12 +177,15 @@ def search_constructions(s: BracketState, constructions=None) -> None:
         names = [n for n in names if n not in L1_CONSTRUCTIONS or moderate]
     for name in names:
         ranges = {e: _search_range(s, name, e) for e in s.eps_list}
+        log = SearchLog()
         with s.timer(name):
             found = search_ranks(s.op, name, s.eps_list, {e: r[0] for e, r in ranges.items()},
-                                 {e: r[1] for e, r in ranges.items()})
+                                 {e: r[1] for e, r in ranges.items()}, log=log)
         for e in s.eps_list:
             w = found.get(e)
             s.ranks[e][name] = None if w is None else w.rank
+            if s.mode == "full":
+                s.failed[e][name] = sorted(k for k, err in log.evaluations.items() if k >= 1 and err > e - MARGIN)
             if w is not None and (s.best[e] is None or w.rank < s.best[e].rank):
                 s.best[e] = w
 
@@ -243,7 +253,7 @@ def eps_bracket(s: BracketState, e: float) -> EpsBracket:
     return EpsBracket(eps=e, witness=w, certificates=list(uniq.values()), lower=top,
                       upper=None if w is None else w.rank, baseline_lower=s.baseline_lower[e],
                       baseline_upper=None if bu is None else bu.rank, ranks=s.ranks[e],
-                      lower_by_kind=by_kind)
+                      lower_by_kind=by_kind, failed=s.failed.get(e, {}))
 
 
 def bracket_matrix(A: np.ndarray, eps_list=DEFAULT_EPS, mode: str = "fast", constructions=None,

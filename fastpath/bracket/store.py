@@ -53,6 +53,8 @@ def summary_row(record, b: EpsBracket, timer: Timer, seconds: float, tol: Tolera
            "seconds": seconds}
     for name in ALL_CONSTRUCTIONS:
         row[f"rank_{name}"] = b.ranks.get(name)
+    for name, ranks in b.failed.items():  # full mode only: the ranks each construction missed
+        row[f"failed_{name}"] = " ".join(map(str, ranks))
     for kind in ("frobenius", "projected", "decoder"):
         row[f"lower_{kind}"] = b.lower_by_kind.get(kind)
     for name, s in timer.seconds.items():

@@ -8,6 +8,14 @@ over operators of rank_c / max(L, 1), L the validated lower end, "best" taking t
 the six constructions; a construction that found no witness counts as min(m, N).  Its 95% interval
 resamples the sources with replacement (``BOOTSTRAP`` draws, percentile interval): operators of one
 source share a passage, so they are not independent draws.
+
+Two more views of the same brackets: each construction's rank relative to alternating l1's
+(median of rank_c / rank_altl1, the same source-bootstrap interval), and the failed attempts, the
+ranks k >= 1 at which a construction was tried and missed eps (``failed_C`` in ``bracket.csv``),
+sorted by what the validated bracket [L, U] says of them: k < L "impossible" (the lower
+certificate proves that no rank-k matrix is within eps, so every construction had to miss), L <= k
+< U "open" (neither end decides), k >= U "missed" (a validated witness of rank U <= k exists, so the
+construction fell short of what is possible).
 """
 
 from __future__ import annotations
@@ -19,6 +27,8 @@ from softrank.fastpath.bracket.matrix import ALL_CONSTRUCTIONS
 from softrank.validated.errors import InputError
 
 EPS = "0.25"
+REFERENCE = "altl1"  # the construction the others are compared with
+ATTEMPT_CLASSES = ("impossible", "open", "missed")
 SEED = 1
 BOOTSTRAP = 2000
 
@@ -76,8 +86,22 @@ def _int(v):
         return None
 
 
+def _ranks(text) -> list[int]:
+    return [int(t) for t in (text or "").split()]
+
+
+def classify_attempts(ranks: list[int], lower: int, upper: int | None) -> dict[str, int]:
+    """Failed attempts at ``ranks`` by the validated bracket [lower, upper] (module docstring)."""
+    out = dict.fromkeys(ATTEMPT_CLASSES, 0)
+    for k in ranks:
+        cls = "impossible" if k < lower else "missed" if upper is not None and k >= upper else "open"
+        out[cls] += 1
+    return out
+
+
 def operator_ratios(bracket_rows: list[dict], replay_rows: list[dict], eps: float) -> list[dict]:
-    """Per operator at ``eps``: family, source, validated L, each construction's rank / max(L, 1)."""
+    """Per operator at ``eps``: family, source, validated L and U, each construction's rank / max(L, 1),
+    its rank relative to alternating l1's (``rel``) and its failed attempts by class (``failed``)."""
     replayed = {r["record_id"]: r for r in replay_rows
                 if r.get("status") == "ok" and abs(float(r.get("eps_value") or "nan") - eps) < 1e-12}
     out = []
@@ -85,11 +109,16 @@ def operator_ratios(bracket_rows: list[dict], replay_rows: list[dict], eps: floa
         rep = replayed.get(r["record_id"])
         if rep is None or abs(float(r["eps_value"]) - eps) >= 1e-12 or _int(rep.get("validated_lower")) is None:
             continue
-        p, lower = min(int(r["m"]), int(r["N"])), max(_int(rep["validated_lower"]), 1)
+        p, lower = min(int(r["m"]), int(r["N"])), _int(rep["validated_lower"])
+        upper = _int(rep.get("validated_upper"))
         ranks = {c: _int(r.get(f"rank_{c}")) or p for c in ALL_CONSTRUCTIONS}
         ranks["best"] = min(ranks.values())
         out.append({"family": rep["family"], "source": rep["source_id"], "record_id": r["record_id"],
-                    "lower": lower, **{c: k / lower for c, k in ranks.items()}})
+                    "lower": max(lower, 1), "upper": upper,
+                    **{c: k / max(lower, 1) for c, k in ranks.items()},
+                    "rel": {c: ranks[c] / ranks[REFERENCE] for c in ALL_CONSTRUCTIONS},
+                    "failed": {c: classify_attempts(_ranks(r.get(f"failed_{c}")), lower, upper)
+                               for c in ALL_CONSTRUCTIONS}})
     return out
 
 
@@ -102,17 +131,32 @@ def bootstrap_interval(by_source: dict[str, list[float]], draws: int = BOOTSTRAP
     return [meds[int(0.025 * draws)], meds[min(draws - 1, int(0.975 * draws))]]
 
 
+def _median_ci(by_source: dict[str, list[float]], draws: int) -> dict:
+    return {"median": statistics.median(x for v in by_source.values() for x in v),
+            "ci95": bootstrap_interval(by_source, draws)}
+
+
 def summarise(ops: list[dict], draws: int = BOOTSTRAP) -> dict[str, dict]:
-    """family -> operators, sources, and per construction (and "best") the median of rank / L with
-    its 95% source-bootstrap interval."""
+    """family -> operators, sources; per construction (and "best") the median of rank / L with its
+    95% source-bootstrap interval; ``relative_to_altl1``: per construction the median of its rank /
+    alternating l1's, with interval; ``failed_attempts``: per construction (and "all") the counts
+    by class."""
     out = {}
     for fam in sorted({o["family"] for o in ops}):
         sel = [o for o in ops if o["family"] == fam]
         row = {"operators": len(sel), "sources": len({o["source"] for o in sel})}
-        for c in ("best", *ALL_CONSTRUCTIONS):
-            by_source: dict[str, list[float]] = {}
+
+        def by_source(value) -> dict[str, list[float]]:
+            groups: dict[str, list[float]] = {}
             for o in sel:
-                by_source.setdefault(o["source"], []).append(o[c])
-            row[c] = {"median": statistics.median(o[c] for o in sel), "ci95": bootstrap_interval(by_source, draws)}
+                groups.setdefault(o["source"], []).append(value(o))
+            return groups
+        for c in ("best", *ALL_CONSTRUCTIONS):
+            row[c] = _median_ci(by_source(lambda o, c=c: o[c]), draws)
+        row["relative_to_" + REFERENCE] = {c: _median_ci(by_source(lambda o, c=c: o["rel"][c]), draws)
+                                           for c in ALL_CONSTRUCTIONS}
+        failed = {c: {k: sum(o["failed"][c][k] for o in sel) for k in ATTEMPT_CLASSES} for c in ALL_CONSTRUCTIONS}
+        failed["all"] = {k: sum(f[k] for f in failed.values()) for k in ATTEMPT_CLASSES}
+        row["failed_attempts"] = failed
         out[fam] = row
     return out

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -30,6 +31,14 @@ def test_held_out_benchmark_runs_on_disjoint_sources(tmp_path):
         for c in ("best", *ALL_CONSTRUCTIONS):
             lo, hi = row[c]["ci95"]
             assert lo <= row[c]["median"] <= hi and row["best"]["median"] <= row[c]["median"]
+        assert row["relative_to_altl1"]["altl1"] == {"median": 1.0, "ci95": [1.0, 1.0]}
+    # every failed attempt bracket.csv lists is classified once, per construction and in all
+    rows = list(csv.DictReader((out / "store" / "bracket.csv").open()))
+    listed = {c: sum(len(r[f"failed_{c}"].split()) for r in rows) for c in ALL_CONSTRUCTIONS}
+    counted = {c: sum(sum(row["failed_attempts"][c].values()) for row in result["families"].values())
+               for c in ALL_CONSTRUCTIONS}
+    assert counted == listed and listed["tsvd"] > 0
+    assert sum(sum(row["failed_attempts"]["all"].values()) for row in result["families"].values()) == sum(listed.values())
     records = [p.name for p in (out / "store" / "records").iterdir()]
     modules = {_module(s) for s in main}
     assert len(records) == 2 and not any(f"-{m}." in r for r in records for m in modules)

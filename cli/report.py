@@ -52,6 +52,9 @@ def configure(parser) -> None:
     parser.add_argument("replay_dir", type=path_arg, help="folder with replay.parquet and verdicts.parquet (softrank replay --out)")
     parser.add_argument("--out", default=None, metavar="FILE.html", type=path_arg, help="the page (default: REPLAY_DIR/report.html)")
     parser.add_argument("--figures", default=None, metavar="DIR", type=path_arg, help="also write every figure as DIR/NAME.png")
+    parser.add_argument("--heldout", default=None, metavar="HELDOUT_JSON", type=path_arg,
+                        help="add the held-out construction benchmark (heldout.json of softrank study constructions "
+                             "--panel; default: REPLAY_DIR/../heldout.json when there is one)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (keys below) instead of the path")
     parser.epilog = EPILOG
 
@@ -64,7 +67,7 @@ def run(args) -> int:
     if args.figures is not None:
         check_not_input(args.figures, "figures", inside=replay_tables(args.replay_dir))
     info: dict = {}
-    path = write_report(args.replay_dir, out, figures=args.figures, info=info)
+    path = write_report(args.replay_dir, out, figures=args.figures, info=info, heldout=args.heldout)
     print(json.dumps(info, sort_keys=True) if getattr(args, "json", False) else f"report: {path}")
     return 0
 
@@ -102,11 +105,21 @@ def _normalised(data: dict) -> dict:
     return data
 
 
-def write_report(replay_dir, out, figures=None, info: dict | None = None, research: bool = False) -> Path:
+def write_report(replay_dir, out, figures=None, info: dict | None = None, research: bool = False,
+                 heldout=None) -> Path:
     """Build the page from REPLAY_DIR's tables into OUT (atomic); with ``figures``, the PNGs too.
     ``info`` (a dict) receives what ``--json`` prints; ``research`` adds the comparison with the
-    research page's figures (``softrank.cli.report_research``; ``softrank run --panel full``)."""
-    return _write(load(replay_dir), out, figures, info, research)
+    research page's figures (``softrank.cli.report_research``; ``softrank run --panel full``);
+    ``heldout`` (a heldout.json; default REPLAY_DIR/../heldout.json if it exists) the held-out
+    construction benchmark (``softrank.cli.report_constructions``)."""
+    from softrank.cli.report_constructions import load_heldout
+
+    if heldout is None and (Path(replay_dir).parent / "heldout.json").is_file():
+        heldout = Path(replay_dir).parent / "heldout.json"
+    data = load(replay_dir)
+    if heldout is not None:
+        data["heldout"], data["heldout_path"] = load_heldout(heldout), str(heldout)
+    return _write(data, out, figures, info, research)
 
 
 def write_report_data(rows: list[dict], verdicts: list[dict], out, figures=None, *, folder: str = "(in memory)",
@@ -131,6 +144,10 @@ def _write(data: dict, out, figures, info: dict | None, research: bool = False) 
         from softrank.cli.report_research import research_section
 
         research_section(page, summary)
+    if data.get("heldout") is not None:
+        from softrank.cli.report_constructions import constructions_section
+
+        constructions_section(page, data["heldout"], data["heldout_path"])
     _heads(page, data["rows"])
     _records(page, data["rows"])
     _transitions(page, data["rows"], data["verdicts"])

@@ -1,6 +1,7 @@
 """``softrank study constructions --panel P``: the held-out construction benchmark's steps
 (extract on held-out sources, bracket every construction at eps 0.25, replay, summarise with
-source-bootstrap intervals; ``softrank.fastpath.studies.heldout``)."""
+source-bootstrap intervals; ``softrank.fastpath.studies.heldout``), and the report of the
+held-out brackets with the construction section, ``OUT/report.html``."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ def _rows(path) -> list[dict]:
 def held_out(args) -> int:
     from softrank.cli.bracket import run_bracket
     from softrank.cli.replay import ReplayJob
+    from softrank.cli.report import write_report
     from softrank.fastpath.capture.panels import counts
     from softrank.fastpath.studies import heldout
 
@@ -36,6 +38,7 @@ def held_out(args) -> int:
               "sources": [p.source_id for p in passages],
               "families": heldout.summarise(ops)}
     write_json(out / "heldout.json", result)
+    report = write_report(out / "replay", out / "report.html", research=True, heldout=out / "heldout.json")
     if args.json:
         print(json_text(result))
         return 0
@@ -49,5 +52,5 @@ def held_out(args) -> int:
         print(f"    rank / {heldout.REFERENCE}'s: " + ", ".join(f"{c} {rel[c]['median']:.2f}" for c in heldout.ALL_CONSTRUCTIONS))
         tally = row["failed_attempts"]["all"]
         print("    failed attempts: " + ", ".join(f"{tally[k]:,} {k}" for k in heldout.ATTEMPT_CLASSES))
-    print(f"-> {out / 'heldout.json'}")
+    print(f"-> {out / 'heldout.json'}, {report}")
     return 0

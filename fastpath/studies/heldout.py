@@ -71,11 +71,12 @@ def extract_held_out(store, panel: str, per_model: dict[str, int], progress=None
 
     passages = held_out_passages(panel, keep=whole)
     texts = [(p.source_id, p.text) for p in passages]
-    out = {}
+    out, done, planned = {}, 0, sum(per_model.values())
     for name, count in per_model.items():
         opts = {k: v for k, v in PANELS[panel][name].items() if k not in ("sources", "max_operators")}
-        out[name] = extract_to_store(models[name], store, texts=texts, max_operators=count, progress=progress,
-                                     **opts)
+        report = None if progress is None else (lambda k, _total, before=done: progress(before + k, planned))
+        out[name] = extract_to_store(models[name], store, texts=texts, max_operators=count, progress=report, **opts)
+        done += len(out[name])
     return passages, out
 
 

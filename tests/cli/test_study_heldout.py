@@ -39,6 +39,10 @@ def test_held_out_benchmark_runs_on_disjoint_sources(tmp_path):
                for c in ALL_CONSTRUCTIONS}
     assert counted == listed and listed["tsvd"] > 0
     assert sum(sum(row["failed_attempts"]["all"].values()) for row in result["families"].values()) == sum(listed.values())
+    page = (out / "report.html").read_text()  # the held-out brackets' report with the construction section
+    embedded = json.loads(page.split('id="data-fig-constructions">', 1)[1].split("</script>", 1)[0])
+    assert {fam: row["operators"] for fam, row in embedded["families"].items()} == {fam: 1 for fam in result["families"]}
+    assert 'id="table-research"' in page and 'id="table-attempts"' in page
     records = [p.name for p in (out / "store" / "records").iterdir()]
     modules = {_module(s) for s in main}
     assert len(records) == 2 and not any(f"-{m}." in r for r in records for m in modules)

@@ -57,10 +57,13 @@ def load_heldout(path) -> dict:
             _stat(row.get(c), f"{where}.{c}")
         rel = row.get("relative_to_altl1")
         failed = row.get("failed_attempts")
-        if not isinstance(rel, dict) or not isinstance(failed, dict):
-            raise InputError(where, "relative_to_altl1/failed_attempts", "missing (a benchmark of an older SoftRank)")
-        for c in CONSTRUCTIONS:
-            _stat(rel.get(c), f"{where}.relative_to_altl1.{c}")
+        if not isinstance(failed, dict):
+            raise InputError(where, "failed_attempts", "missing (a benchmark of an older SoftRank)")
+        if rel is not None:  # absent when alternating l1 found no witness in the family
+            if not isinstance(rel, dict) or not isinstance(row.get("operators_with_altl1"), int):
+                raise InputError(where, "relative_to_altl1", "expected an object and operators_with_altl1")
+            for c in CONSTRUCTIONS:
+                _stat(rel.get(c), f"{where}.relative_to_altl1.{c}")
         for c in (*CONSTRUCTIONS, "all"):
             counts = failed.get(c)
             if not isinstance(counts, dict) or not all(isinstance(counts.get(k), int) and counts[k] >= 0
@@ -74,7 +77,8 @@ def figure_data(heldout: dict) -> dict:
     fams = heldout["families"]
     return {"families": {fam: {"operators": row["operators"],
                                "rank_over_L": {c: row[c] for c in ("best", *CONSTRUCTIONS)},
-                               "relative_to_altl1": row["relative_to_altl1"],
+                               "relative_to_altl1": row.get("relative_to_altl1"),
+                               "operators_with_altl1": row.get("operators_with_altl1"),
                                "failed_attempts": row["failed_attempts"]["all"]} for fam, row in fams.items()},
             "research_page": {"best_over_L": [list(r) for r in RESEARCH_BEST], "relative_to_altl1": RESEARCH_RELATIVE,
                               "failed_attempts": RESEARCH_ATTEMPTS[0], "failed_shares": RESEARCH_ATTEMPTS[1]}}
@@ -136,9 +140,14 @@ def constructions_section(page, heldout: dict, source: str) -> None:
     rows += [[f"{fam} (research page)", "", f"{m:.2f} [{lo:.2f}, {hi:.2f}]", *[""] * len(CONSTRUCTIONS)]
              for fam, m, lo, hi in RESEARCH_BEST]
     page.table("constructions", ["family", "operators", *(NAMES[c] for c in ("best", *CONSTRUCTIONS))], rows)
-    rel = [[fam, *(f"{row['relative_to_altl1'][c]['median']:.2f}" for c in CONSTRUCTIONS)] for fam, row in fams.items()]
-    rel.append(["research page", *(f"{RESEARCH_RELATIVE[c]:.2f}" for c in CONSTRUCTIONS)])
-    page.table("relative", ["rank / alternating l1's", *(NAMES[c] for c in CONSTRUCTIONS)], rel)
+    rel = [[fam, row.get("operators_with_altl1"),
+            *(f"{row['relative_to_altl1'][c]['median']:.2f} [{row['relative_to_altl1'][c]['ci95'][0]:.2f}, "
+              f"{row['relative_to_altl1'][c]['ci95'][1]:.2f}]" if row.get("relative_to_altl1") else "-"
+              for c in CONSTRUCTIONS)] for fam, row in fams.items()]
+    rel.append(["research page", "", *(f"{RESEARCH_RELATIVE[c]:.2f}" for c in CONSTRUCTIONS)])
+    page.add("<p class=\"note\">Rank relative to alternating l1's: median over the operators where alternating "
+             "l1 found a witness within its rank cap.</p>")
+    page.table("relative", ["rank / alternating l1's", "operators", *(NAMES[c] for c in CONSTRUCTIONS)], rel)
     att = []
     for fam, row in fams.items():
         counts = row["failed_attempts"]["all"]

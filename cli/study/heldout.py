@@ -48,8 +48,10 @@ def held_out(args) -> int:
         cells = ", ".join(f"{c} {row[c]['median']:.2f} [{row[c]['ci95'][0]:.2f}, {row[c]['ci95'][1]:.2f}]"
                           for c in ("best", *heldout.ALL_CONSTRUCTIONS))
         print(f"  {fam} ({row['operators']} operators, {row['sources']} sources): {cells}")
-        rel = row["relative_to_" + heldout.REFERENCE]
-        print(f"    rank / {heldout.REFERENCE}'s: " + ", ".join(f"{c} {rel[c]['median']:.2f}" for c in heldout.ALL_CONSTRUCTIONS))
+        rel, ref = row.get("relative_to_" + heldout.REFERENCE), heldout.REFERENCE
+        if rel is not None:
+            print(f"    rank / {ref}'s ({row['operators_with_' + ref]} operators with a {ref} witness): "
+                  + ", ".join(f"{c} {rel[c]['median']:.2f}" for c in heldout.ALL_CONSTRUCTIONS))
         tally = row["failed_attempts"]["all"]
         print("    failed attempts: " + ", ".join(f"{tally[k]:,} {k}" for k in heldout.ATTEMPT_CLASSES))
     print(f"-> {out / 'heldout.json'}, {report}")

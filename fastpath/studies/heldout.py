@@ -10,7 +10,8 @@ resamples the sources with replacement (``BOOTSTRAP`` draws, percentile interval
 source share a passage, so they are not independent draws.
 
 Two more views of the same brackets: each construction's rank relative to alternating l1's
-(median of rank_c / rank_altl1, the same source-bootstrap interval), and the failed attempts, the
+(median of rank_c / rank_altl1 over the operators where alternating l1 found a witness within its
+rank cap, the same source-bootstrap interval), and the failed attempts, the
 ranks k >= 1 at which a construction was tried and missed eps (``failed_C`` in ``bracket.csv``),
 sorted by what the validated bracket [L, U] says of them: k < L "impossible" (the lower
 certificate proves that no rank-k matrix is within eps, so every construction had to miss), L <= k
@@ -117,7 +118,8 @@ def operator_ratios(bracket_rows: list[dict], replay_rows: list[dict], eps: floa
         out.append({"family": rep["family"], "source": rep["source_id"], "record_id": r["record_id"],
                     "lower": max(lower, 1), "upper": upper,
                     **{c: k / max(lower, 1) for c, k in ranks.items()},
-                    "rel": {c: ranks[c] / ranks[REFERENCE] for c in ALL_CONSTRUCTIONS},
+                    "rel": ({c: ranks[c] / ranks[REFERENCE] for c in ALL_CONSTRUCTIONS}
+                            if _int(r.get(f"rank_{REFERENCE}")) else None),
                     "failed": {c: classify_attempts(_ranks(r.get(f"failed_{c}")), lower, upper)
                                for c in ALL_CONSTRUCTIONS}})
     return out
@@ -137,25 +139,30 @@ def _median_ci(by_source: dict[str, list[float]], draws: int) -> dict:
             "ci95": bootstrap_interval(by_source, draws)}
 
 
+def _by_source(ops: list[dict], value) -> dict[str, list[float]]:
+    groups: dict[str, list[float]] = {}
+    for o in ops:
+        groups.setdefault(o["source"], []).append(value(o))
+    return groups
+
+
 def summarise(ops: list[dict], draws: int = BOOTSTRAP) -> dict[str, dict]:
     """family -> operators, sources; per construction (and "best") the median of rank / L with its
-    95% source-bootstrap interval; ``relative_to_altl1``: per construction the median of its rank /
-    alternating l1's, with interval; ``failed_attempts``: per construction (and "all") the counts
-    by class."""
+    95% source-bootstrap interval; ``relative_to_altl1`` (absent when alternating l1 found no
+    witness in the family): per construction the median of its rank / alternating l1's over the
+    ``operators_with_altl1`` where it found one, with interval; ``failed_attempts``: per
+    construction (and "all") the counts by class."""
     out = {}
     for fam in sorted({o["family"] for o in ops}):
         sel = [o for o in ops if o["family"] == fam]
         row = {"operators": len(sel), "sources": len({o["source"] for o in sel})}
-
-        def by_source(value) -> dict[str, list[float]]:
-            groups: dict[str, list[float]] = {}
-            for o in sel:
-                groups.setdefault(o["source"], []).append(value(o))
-            return groups
         for c in ("best", *ALL_CONSTRUCTIONS):
-            row[c] = _median_ci(by_source(lambda o, c=c: o[c]), draws)
-        row["relative_to_" + REFERENCE] = {c: _median_ci(by_source(lambda o, c=c: o["rel"][c]), draws)
-                                           for c in ALL_CONSTRUCTIONS}
+            row[c] = _median_ci(_by_source(sel, lambda o, c=c: o[c]), draws)
+        with_ref = [o for o in sel if o["rel"] is not None]  # the reference found a witness
+        row[f"operators_with_{REFERENCE}"] = len(with_ref)
+        if with_ref:
+            row["relative_to_" + REFERENCE] = {c: _median_ci(_by_source(with_ref, lambda o, c=c: o["rel"][c]), draws)
+                                               for c in ALL_CONSTRUCTIONS}
         failed = {c: {k: sum(o["failed"][c][k] for o in sel) for k in ATTEMPT_CLASSES} for c in ALL_CONSTRUCTIONS}
         failed["all"] = {k: sum(f[k] for f in failed.values()) for k in ATTEMPT_CLASSES}
         row["failed_attempts"] = failed

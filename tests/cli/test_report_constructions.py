@@ -63,7 +63,9 @@ def test_section_renders_the_figure_and_the_tables(result, tmp_path):
     (lambda d: d["families"]["F"].update(operators="2"), "operators"),
     (lambda d: d["families"]["F"]["best"].update(median=math.nan), "median/ci95"),
     (lambda d: d["families"]["F"]["tsvd"].update(ci95=[1.0]), "median/ci95"),
-    (lambda d: d["families"]["F"].pop("relative_to_altl1"), "relative_to_altl1"),
+    (lambda d: d["families"]["F"]["relative_to_altl1"]["tsvd"].update(median="1"), "relative_to_altl1.tsvd"),
+    (lambda d: d["families"]["F"].pop("operators_with_altl1"), "relative_to_altl1"),
+    (lambda d: d["families"]["F"].pop("failed_attempts"), "failed_attempts"),
     (lambda d: d["families"]["F"]["failed_attempts"]["all"].update(open=-1), "failed_attempts.all"),
     (lambda d: d["families"]["G"]["failed_attempts"].pop("rpqr"), "failed_attempts.rpqr"),
 ])
@@ -74,6 +76,17 @@ def test_a_tampered_benchmark_is_one_line_naming_the_field(result, tmp_path, tam
     with pytest.raises(InputError) as err:
         load_heldout(path)
     assert field in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_family_without_alternating_l1_witnesses_shows_no_ratio(result, tmp_path):
+    del result["families"]["G"]["relative_to_altl1"]
+    result["families"]["G"]["operators_with_altl1"] = 0
+    path = tmp_path / "heldout.json"
+    path.write_text(json.dumps(result))
+    page = Page()
+    constructions_section(page, load_heldout(path), str(path))
+    table = "\n".join(page.parts).split('id="table-relative"', 1)[1].split("</table>", 1)[0]
+    assert "<td>G</td><td class=\"n\">0</td><td>-</td>" in table
 
 
 def test_a_file_that_is_not_json_is_one_line(tmp_path):

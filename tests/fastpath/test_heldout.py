@@ -43,14 +43,15 @@ def test_ranks_relative_to_alternating_l1_and_failed_attempts_by_the_validated_b
     replay = [_replay("a", "s1", 3, upper=4), _replay("b", "s1", 3)]
     a, b = heldout.operator_ratios(bracket, replay, 0.25)
     assert a["upper"] == 4 and a["rel"]["tsvd"] == 2.0 and a["rel"]["rpqr"] == 1.25 and a["rel"]["altl1"] == 1.0
-    assert b["rel"]["tsvd"] == 8 / 128  # alternating l1 found no witness: min(m, N)
+    assert b["rel"] is None  # alternating l1 found no witness: no ratio to it
     # k < L = 3 impossible; 3 <= k < U = 4 open; k >= 4 missed (a validated rank-4 witness exists)
     assert a["failed"]["tsvd"] == {"impossible": 2, "open": 1, "missed": 4}
     assert a["failed"]["rpqr"] == {"impossible": 1, "open": 0, "missed": 1}
     assert a["failed"]["altl1"] == a["failed"]["reprows"] == {"impossible": 0, "open": 0, "missed": 0}
     assert heldout.classify_attempts([1, 5, 9], 2, None) == {"impossible": 1, "open": 2, "missed": 0}
     table = heldout.summarise([a, b], draws=50)["F"]
-    assert table["relative_to_altl1"]["tsvd"]["median"] == (2.0 + 8 / 128) / 2
+    assert table["relative_to_altl1"]["tsvd"]["median"] == 2.0 and table["operators_with_altl1"] == 1
+    assert "relative_to_altl1" not in heldout.summarise([b], draws=10)["F"]
     assert table["failed_attempts"]["all"] == {"impossible": 3, "open": 1, "missed": 5}
 
 

@@ -2,7 +2,7 @@
 relative to the best one, per family, from the ``bracket.csv`` of a store bracketed with
 ``softrank bracket --mode full`` (``softrank.fastpath.studies.constructions``).
 
-``softrank study constructions --panel full --out DIR [--limit N]``: the held-out benchmark
+``softrank study constructions --panel full --out DIR [--limit N] [--resume]``: the held-out benchmark
 (``softrank.fastpath.studies.heldout``): the panel's heads on sources disjoint from the main panel's,
 every construction at eps 0.25, rank / validated lower end per family with 95% source-bootstrap
 intervals, written to ``DIR/heldout.json``."""
@@ -29,6 +29,10 @@ def configure(sub) -> None:
     p.add_argument("--out", default="softrank-heldout", type=path_arg, help="with --panel: output folder")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="with --panel: N operators per family")
     p.add_argument("--jobs", type=int, default=2, help="with --panel: worker processes (default 2)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="with --panel: bracket and replay on this running Dask scheduler")
+    p.add_argument("--resume", action="store_true",
+                   help="with --panel: continue a killed run in OUT (extraction, bracket and replay journals)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--json", action="store_true", help="print one JSON object: {\"eps\", \"families\": {family: "
                                                        "{construction: median ratio, best_share_C, operators}}}; "

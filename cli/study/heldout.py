@@ -6,11 +6,13 @@ held-out brackets with the construction section, ``OUT/report.html``."""
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 from softrank.cli.extract import progress_report
-from softrank.cli.paths import output_dir
+from softrank.cli.paths import load_json_text, output_dir, read_text_file
 from softrank.cli.summaries import json_text
 from softrank.fastpath.store.files import write_json
+from softrank.validated.errors import InputError
 
 
 def _rows(path) -> list[dict]:
@@ -18,24 +20,55 @@ def _rows(path) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
+EXTRACTED = ".heldout-extracted"  # written once the extraction is whole: what --resume reuses
+
+
+def _extract(args, out: Path, progress: bool) -> list[str]:
+    """The held-out records in OUT/store (step 1), or, on ``--resume`` after a whole extraction,
+    the sources it used; returns the source ids."""
+    from softrank.fastpath.capture.panels import counts
+    from softrank.fastpath.studies import heldout
+
+    plan = {"panel": args.panel, "limit": args.limit}
+    marker = out / EXTRACTED
+    if args.resume and marker.is_file():
+        done = load_json_text(read_text_file(marker, "resume"), marker, "resume")
+        if not isinstance(done, dict) or not isinstance(done.get("sources"), list):
+            raise InputError(str(marker), "sources", "not the record of a held-out extraction")
+        if {k: done.get(k) for k in plan} != plan:
+            raise InputError(str(marker), "panel", f"this folder holds {done.get('panel')!r} with --limit "
+                                                   f"{done.get('limit')}; resume it with the same options")
+        return list(done["sources"])
+    with progress_report(progress, "extract (held-out sources)") as report:
+        passages, _ = heldout.extract_held_out(out / "store", args.panel, counts(args.panel, args.limit),
+                                               progress=report)
+    sources = [p.source_id for p in passages]
+    write_json(marker, {**plan, "sources": sources})
+    return sources
+
+
 def held_out(args) -> int:
     from softrank.cli.bracket import run_bracket
     from softrank.cli.replay import ReplayJob
     from softrank.cli.report import write_report
-    from softrank.fastpath.capture.panels import counts
+    from softrank.fastpath.bracket.store import COMPLETION
     from softrank.fastpath.studies import heldout
 
     out = output_dir(args.out)
+    if not args.resume and any(out.iterdir()):
+        raise InputError(str(out), "out", "is not empty: pass --resume to continue a run there, or choose a new "
+                                          "folder (nothing there was changed)")
     store, progress = out / "store", not args.no_progress
-    with progress_report(progress, "extract (held-out sources)") as report:
-        passages, _ = heldout.extract_held_out(store, args.panel, counts(args.panel, args.limit), progress=report)
-    run_bracket(store, None, [heldout.EPS], jobs=args.jobs, mode="full", progress=progress, label="bracket (full)")
-    job = ReplayJob(store, out / "replay")
+    sources = _extract(args, out, progress)
+    if not (args.resume and all((store / name).is_file() for name in COMPLETION)):  # else: bracketed whole
+        run_bracket(store, None, [heldout.EPS], jobs=args.jobs, mode="full", progress=progress,
+                    label="bracket (full)", scheduler=args.scheduler, resume=args.resume)
+    job = ReplayJob(store, out / "replay", resume=args.resume)
     with progress_report(progress, "replay") as report:
-        job.execute(jobs=args.jobs, progress=report)
+        job.execute(jobs=args.jobs, scheduler=args.scheduler, progress=report)
     ops = heldout.operator_ratios(_rows(store / "bracket.csv"), _rows(out / "replay" / "replay.csv"), 0.25)
     result = {"eps": heldout.EPS, "panel": args.panel,
-              "sources": [p.source_id for p in passages],
+              "sources": sources,
               "families": heldout.summarise(ops)}
     write_json(out / "heldout.json", result)
     report = write_report(out / "replay", out / "report.html", research=True, heldout=out / "heldout.json")

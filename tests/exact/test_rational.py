@@ -10,7 +10,8 @@ from flint import fmpq, fmpq_mat
 
 from softrank.validated.errors import InputError
 from softrank.exact.rational import (
-    as_matrix, fmt, from_binary64, inf_norm, parse_rational, rank, rank_factor, matmul, transpose,
+    TEXT_BITS, TooLongForText, as_matrix, dot, fmt, fmt_mat, from_binary64, inf_norm, matmul, matvec,
+    parse_rational, parse_vec, rank, rank_factor, row_l1, sub, to_fmpq_mat, transpose,
 )
 
 
@@ -67,3 +68,38 @@ def test_norm_rank_and_factor():
 
 def test_fmt():
     assert fmt(F(6, 4)) == "3/2" and fmt(F(-4, 2)) == "-2"
+
+
+def test_fmt_refuses_only_beyond_the_text_limit():
+    edge = F(2 ** TEXT_BITS - 1, 7)  # numerator of exactly TEXT_BITS bits (7 does not divide it): still text
+    assert fmt(edge) == f"{2 ** TEXT_BITS - 1}/7" and fmt(1 / edge) == f"7/{2 ** TEXT_BITS - 1}"
+    for too_long in (F(2 ** TEXT_BITS), F(1, 2 ** TEXT_BITS)):
+        with pytest.raises(TooLongForText, match="about 3,900 digits"):
+            fmt(too_long)
+    assert fmt_mat([[F(1, 2), F(-3)]]) == [["1/2", "-3"]]
+
+
+def test_exact_helpers_on_small_matrices():
+    A = [[F(1, 2), F(-3)], [F(2), F(1, 3)]]
+    assert matvec(A, [F(2), F(1)]) == [F(-2), F(13, 3)]
+    assert dot([F(1, 2), F(3)], [F(4), F(-1, 3)]) == 1
+    assert matmul(A, [[F(2)], [F(1)]]) == [[F(-2)], [F(13, 3)]]
+    assert sub(A, A) == [[0, 0], [0, 0]] and row_l1(A[0]) == F(7, 2) and inf_norm(A) == F(7, 2)
+    assert transpose(A) == [[F(1, 2), F(2)], [F(-3), F(1, 3)]]
+    # empty factors: the product has A's rows and B's columns, all zero
+    assert matmul([[F(1)], [F(2)]], [[]]) == [[], []]
+    assert matmul([[], []], []) == [[], []]
+    assert to_fmpq_mat([]).nrows() == 0 and to_fmpq_mat([[F(1, 2), F(3)]]).ncols() == 2
+
+
+def test_parse_vec_and_long_text_in_errors():
+    assert parse_vec(["1/2", 3, 0.5]) == [F(1, 2), F(3), F(1, 2)]
+    assert parse_vec(("1",)) == [F(1)]
+    with pytest.raises(InputError, match="expected a list"):
+        parse_vec("1/2")
+    with pytest.raises(InputError) as err:
+        parse_rational("x" * 200)
+    assert str(err.value).endswith(repr("x" * 57) + "...") and "x" * 58 not in str(err.value)
+    with pytest.raises(InputError) as err:
+        parse_rational("y" * 60)
+    assert repr("y" * 60) in str(err.value)

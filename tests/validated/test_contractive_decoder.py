@@ -1,0 +1,65 @@
+"""``validated/contractive_decoder.py`` (Lemma D): the binary64 bounds are the documented sums term
+by term (pinned on inputs where every float operation is exact), the producer's float value is the
+sum it names, a decisive non-strict check is decided by the binary64 route and a strict one by Arb,
+and the check decides 1% either side of the threshold 1."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from softrank.validated.binary64_norms import (U, max_abs_rowsum_lower, max_abs_rowsum_upper,
+                                               nonneg_product_rowsum_upper)
+from softrank.validated.contractive_decoder import (check_contractive_decoder, decoder_residual,
+                                                    decoder_sum_binary64, decoder_sum_float)
+from softrank.validated.float_bounds import matmul_error_rowsum_upper
+from softrank.validated.outcome import Outcome
+from softrank.validated.softmax_enclosure import logits_balls, rowsoftmax_enclosure
+
+
+def _dyadic(rng, shape, scale=8):
+    return rng.integers(-scale, scale + 1, size=shape) / 16.0  # every sum and product below is exact
+
+
+def test_binary64_bounds_are_the_documented_sums():
+    rng = np.random.default_rng(3)
+    a_s, w = np.abs(_dyadic(rng, (3, 5))), _dyadic(rng, (5, 3))
+    r_s = np.full_like(a_s, 2.0 ** -20)
+    eps = Fraction(1, 8)
+    lo, hi = decoder_sum_binary64(a_s, r_s, w, eps)
+    z = decoder_residual(a_s, w)
+    prod_err, rad = matmul_error_rowsum_upper(a_s, w.T), nonneg_product_rowsum_upper(r_s, np.abs(w))
+    assert hi == max_abs_rowsum_upper(z) / (1 - U) + prod_err + rad + eps * max_abs_rowsum_upper(w)
+    assert lo == max_abs_rowsum_lower(z) / (1 + U) - prod_err - rad + eps * max_abs_rowsum_lower(w)
+    assert decoder_sum_binary64(a_s, r_s, w, eps, with_lower=False) == (None, hi)
+    exact = max(sum(abs(Fraction(x) - (i == j)) for j, x in enumerate(row)) for i, row in enumerate(a_s @ w))
+    exact += eps * max(sum(abs(Fraction(x)) for x in row) for row in w)
+    assert lo <= exact <= hi and hi - lo < Fraction(1, 10**4)
+    assert decoder_sum_float(a_s, w, 0.125) == float(exact)
+
+
+def _decoder(seed: int, p: int = 4, n: int = 14):
+    """A peaked operator, S its first p rows and W the least-squares left inverse of A_S (so that
+    A_S W is close to I_p)."""
+    h = 5.0 * np.random.default_rng(seed).normal(size=(10, n))
+    enc = rowsoftmax_enclosure(logits_balls(logits=h))
+    rows = np.arange(p)
+    a_s = np.asarray(enc.a_mid, dtype=np.float64)[rows]
+    return enc, rows, np.linalg.pinv(a_s)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("strict", [False, True])
+def test_decides_one_percent_either_side_of_one(seed, strict):
+    enc, rows, w = _decoder(seed)
+    a_s = np.asarray(enc.a_mid, dtype=np.float64)[rows]
+    residual = float(np.max(np.sum(np.abs(a_s @ w - np.eye(len(rows))), axis=1)))
+    wmax = float(np.max(np.sum(np.abs(w), axis=1)))
+    assert residual < 1e-9
+    for ratio, outcome in ((1.01, Outcome.PROVED), (0.99, Outcome.REFUTED)):
+        eps = Fraction((1 - residual) / (ratio * wmax)).limit_denominator(10**12)  # sum = residual + eps wmax
+        chk = check_contractive_decoder(enc, eps, rows, w, strict=strict)
+        assert chk.outcome is outcome, (ratio, chk.reason)
+        assert chk.route == ("arb" if strict else "binary64-bound")

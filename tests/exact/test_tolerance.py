@@ -31,6 +31,8 @@ def test_exact_text_at_the_digit_limits():
     assert exact_text(big) == str(10 ** MAX_DIGITS - 1)
     assert exact_text(F(10 ** MAX_DIGITS)) == f"{10 ** MAX_DIGITS}/1"
     assert exact_text(F(10 ** MAX_DIGITS - 1, 10)) == "9" * (MAX_DIGITS - 1) + ".9"
+    over = F(10 ** (MAX_DIGITS + 1) + 1, 10)  # MAX_DIGITS + 1 integer digits, one decimal
+    assert exact_text(over) == f"{over.numerator}/10"
 
 
 def test_shown_cuts_long_text():

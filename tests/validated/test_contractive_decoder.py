@@ -9,6 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from flint import arb
 
 from softrank.validated.binary64_norms import (U, max_abs_rowsum_lower, max_abs_rowsum_upper,
                                                nonneg_product_rowsum_upper)
@@ -16,7 +17,7 @@ from softrank.validated.contractive_decoder import (check_contractive_decoder, d
                                                     decoder_sum_binary64, decoder_sum_float)
 from softrank.validated.float_bounds import matmul_error_rowsum_upper
 from softrank.validated.outcome import Outcome
-from softrank.validated.softmax_enclosure import logits_balls, rowsoftmax_enclosure
+from softrank.validated.softmax_enclosure import SoftmaxEnclosure, logits_balls, rowsoftmax_enclosure
 
 
 def _dyadic(rng, shape, scale=8):
@@ -63,3 +64,28 @@ def test_decides_one_percent_either_side_of_one(seed, strict):
         chk = check_contractive_decoder(enc, eps, rows, w, strict=strict)
         assert chk.outcome is outcome, (ratio, chk.reason)
         assert chk.route == ("arb" if strict else "binary64-bound")
+
+
+def _wide(enc: SoftmaxEnclosure, radius: float) -> SoftmaxEnclosure:
+    """The same midpoints with every radius ``radius`` (the Arb rows likewise)."""
+    rad = np.full_like(enc.a_rad, radius)
+    balls = [[arb(float(x), radius) for x in row] for row in enc.a_mid.tolist()]
+    return SoftmaxEnclosure(enc.a_mid, rad, balls=balls)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_bounds_that_straddle_one_leave_the_claim_unresolved(strict):
+    enc, rows, w = _decoder(1)
+    wmax = float(np.max(np.sum(np.abs(w), axis=1)))
+    eps = Fraction(1 / wmax).limit_denominator(10**12)  # the midpoint sum is 1 up to rounding
+    chk = check_contractive_decoder(_wide(enc, 1e-3), eps, rows, w, strict=strict)
+    assert chk.outcome is Outcome.UNRESOLVED and "not certain" in chk.reason
+    refuted = check_contractive_decoder(enc, 2 * eps, rows, w, strict=strict)
+    assert refuted.outcome is Outcome.REFUTED and "margin 1 - upper = -" in refuted.reason
+
+
+def test_a_non_finite_arb_bound_is_unresolved():
+    enc, rows, w = _decoder(2)
+    inf = SoftmaxEnclosure(enc.a_mid, enc.a_rad, balls=[[arb(0, float("inf"))] * enc.a_mid.shape[1]] * 10)
+    chk = check_contractive_decoder(inf, Fraction(1, 1000), rows, w, strict=True)
+    assert chk.outcome is Outcome.UNRESOLVED and "not finite" in chk.reason and chk.route == "arb"

@@ -10,7 +10,7 @@ from flint import fmpq, fmpq_mat
 
 from softrank.validated.errors import InputError
 from softrank.exact.rational import (
-    TEXT_BITS, TooLongForText, as_matrix, dot, fmt, fmt_mat, from_binary64, inf_norm, matmul, matvec,
+    ONE, TEXT_BITS, ZERO, TooLongForText, as_matrix, dot, fmt, fmt_mat, from_binary64, inf_norm, matmul, matvec,
     parse_rational, parse_vec, rank, rank_factor, row_l1, sub, to_fmpq_mat, transpose,
 )
 
@@ -103,3 +103,7 @@ def test_parse_vec_and_long_text_in_errors():
     with pytest.raises(InputError) as err:
         parse_rational("y" * 60)
     assert repr("y" * 60) in str(err.value)
+
+
+def test_the_shared_exact_constants():
+    assert ZERO == 0 and ONE == 1 and type(ZERO) is type(ONE) is F

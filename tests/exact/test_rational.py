@@ -48,7 +48,7 @@ def test_parse_rational_other_types():
 
 def test_as_matrix_validates_shape():
     assert as_matrix([[1, "1/2"], ["0.5", 0]]) == [[1, F(1, 2)], [F(1, 2), 0]]
-    for bad in ([], [[]], [[1, 2], [3]], "abc", [[1], 2]):
+    for bad in ([], [[]], [[1, 2], [3]], [[1], [2, 3]], "abc", [[1], 2]):
         with pytest.raises(InputError):
             as_matrix(bad)
     M = fmpq_mat(2, 2, [1, 2, 3, fmpq(1, 2)])
@@ -107,3 +107,9 @@ def test_parse_vec_and_long_text_in_errors():
 
 def test_the_shared_exact_constants():
     assert ZERO == 0 and ONE == 1 and type(ZERO) is type(ONE) is F
+
+
+def test_rank_factor_of_one_row_and_one_column():
+    for A in ([[F(2), F(-1), F(1, 2)]], [[F(1)], [F(3)], [F(0)]]):
+        X, Y = rank_factor(A)
+        assert len(X[0]) == rank(A) == 1 and matmul(X, transpose(Y)) == A

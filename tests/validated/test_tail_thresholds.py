@@ -59,12 +59,15 @@ def _projection(seed: int, n: int, q: int, scale: float) -> np.ndarray:
     return w
 
 
-@pytest.mark.parametrize("seed, k, q", [(1, 1, 6), (2, 3, 8), (3, 2, 4)])
+@pytest.mark.parametrize("seed, k, q, heavy", [(1, 1, 6, 3.0), (2, 3, 8, 1.0), (3, 2, 4, 3.0), (4, 1, 5, 0.05)])
 @pytest.mark.parametrize("strict", [False, True])
-def test_projected_tail_decides_one_percent_either_side_of_s_eps_squared_omega_squared(seed, k, q, strict):
+def test_projected_tail_decides_one_percent_either_side_of_s_eps_squared_omega_squared(seed, k, q, heavy, strict):
     enc, a = _operator(seed)
     rows = np.array([0, 2, 3, 5, 7, 8, 11, 13, 14])
-    w = _projection(seed, a.shape[1], q, 3.0)
+    w = _projection(seed, a.shape[1], q, heavy)
+    if heavy < 1:  # every row of W shorter than 1: omega^2 < 1
+        w *= 0.1
+        assert np.max(np.sum(w * w, axis=1)) < 1
     s, omega_sq = len(rows), float(np.max(np.sum(w * w, axis=1)))
     tail = _tail(a[rows] @ w, k)
     above = check_projected_tail(enc, _eps(tail, s * omega_sq, 1.01), k + 1, rows, w, strict=strict)

@@ -93,6 +93,16 @@ def decimal_at_most(q: Fraction, digits: int = 17) -> str:
     return _decimal(q, digits, decimal.ROUND_FLOOR)
 
 
+def scientific_text(q: Fraction) -> str:
+    """``q`` for a message (a margin, not a bound): ``+1.234e-05``; beyond binary64's range, where
+    ``float(q)`` would raise, the decimal rounded toward zero (``-5.000e+308``)."""
+    try:
+        return f"{float(q):+.3e}"
+    except OverflowError:
+        text = _decimal(q, 4, decimal.ROUND_DOWN)
+        return text if text.startswith("-") else "+" + text
+
+
 def _decimal(q: Fraction, digits: int, rounding: str) -> str:
     with decimal.localcontext() as dc:
         dc.prec, dc.rounding, dc.Emax, dc.Emin = digits, rounding, decimal.MAX_EMAX, decimal.MIN_EMIN

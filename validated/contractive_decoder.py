@@ -19,7 +19,7 @@ import numpy as np
 from flint import arb, arb_mat, ctx
 
 from softrank.validated.balls import (arb_mat_from_floats, arb_max, decimal_at_least, decimal_at_most,
-                                      lower_fraction, upper_fraction)
+                                      lower_fraction, scientific_text, upper_fraction)
 from softrank.validated.binary64_norms import (U, max_abs_rowsum, max_abs_rowsum_lower, max_abs_rowsum_upper,
                                                nonneg_product_rowsum_upper)
 from softrank.validated.float_bounds import matmul_error_rowsum_upper
@@ -106,7 +106,7 @@ def _decide(lo: Fraction | None, hi: Fraction, route: str, operator_assumption: 
     if hi < 1:
         return Check(Outcome.PROVED, LEMMA_D, value=value, route=route, assumptions=assumptions)
     assert lo is not None
-    bounds = f"sum in [{decimal_at_most(lo)}, {value}], margin 1 - upper = {float(1 - hi):+.3e}"
+    bounds = f"sum in [{decimal_at_most(lo)}, {value}], margin 1 - upper = {scientific_text(1 - hi)}"
     if lo >= 1:
         return Check(Outcome.REFUTED, LEMMA_D, value=value, route=route, assumptions=assumptions,
                      reason=f"{WHAT} fails certainly: {bounds}")

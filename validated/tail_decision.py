@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from softrank.validated.balls import decimal_at_least, decimal_at_most
+from softrank.validated.balls import decimal_at_least, decimal_at_most, scientific_text
 from softrank.validated.outcome import Check, Outcome, route_assumptions
 
 
@@ -19,7 +19,7 @@ def decide_tail(lemma: str, what: str, lo: Fraction, hi: Fraction, thr_hi: Fract
     lo_sq, hi_sq = lo * lo, hi * hi
     value = decimal_at_most(lo_sq)
     margin = (lo_sq - thr_hi) / thr_hi if thr_hi > 0 else None
-    margin_text = "" if margin is None else f", relative margin {float(margin):+.3e}"
+    margin_text = "" if margin is None else f", relative margin {scientific_text(margin)}"
     if lo > 0 and lo_sq > thr_hi:
         return Check(Outcome.PROVED, lemma, value=value, route=route, assumptions=assumptions)
     bounds = f"tail^2 in [{decimal_at_most(lo_sq)}, {decimal_at_least(hi_sq)}], threshold <= {decimal_at_least(thr_hi)}"

@@ -89,3 +89,11 @@ def test_a_non_finite_arb_bound_is_unresolved():
     inf = SoftmaxEnclosure(enc.a_mid, enc.a_rad, balls=[[arb(0, float("inf"))] * enc.a_mid.shape[1]] * 10)
     chk = check_contractive_decoder(inf, Fraction(1, 1000), rows, w, strict=True)
     assert chk.outcome is Outcome.UNRESOLVED and "not finite" in chk.reason and chk.route == "arb"
+
+
+def test_a_decoder_that_overflows_binary64_goes_to_arb():
+    enc, rows, w = _decoder(3)
+    huge = np.full_like(w, 1e308)  # its sums overflow binary64: no binary64 bound, Arb decides
+    chk = check_contractive_decoder(enc, Fraction(1, 4), rows, huge)
+    assert chk.outcome is Outcome.REFUTED and chk.route == "arb"
+    assert "margin 1 - upper = -" in chk.reason and "e+308" in chk.reason  # beyond binary64: a decimal

@@ -170,3 +170,12 @@ def test_strict_projected_tail_on_a_vanishing_entry_of_A():
     assert time.perf_counter() - t < 5
     # an honest certificate on the same operator is still accepted
     assert check_projected_tail(enc, F(1, 100), 1, np.array([0, 2, 3]), np.eye(4), strict=True).proved
+
+
+def test_scientific_text_beyond_binary64():
+    from softrank.validated.balls import scientific_text
+
+    assert scientific_text(F(-1, 100)) == "-1.000e-02" and scientific_text(F(3, 2)) == "+1.500e+00"
+    assert scientific_text(F(10**400 + 7, 3)) == "+3.333e+399"  # toward zero
+    assert scientific_text(F(-(10**400) - 7, 3)) == "-3.333e+399"
+    assert scientific_text(F(1, 10**400)) == "+0.000e+00"  # underflows to zero: no error

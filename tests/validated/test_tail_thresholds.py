@@ -86,3 +86,13 @@ def test_projected_tail_beyond_the_rank_of_the_product_is_refuted_exactly():
     assert check_projected_tail(enc, Fraction(1, 1000), 3, rows, w).route != "exact"
     wide = _projection(5, a.shape[1], 6, 1.0)  # q = 6 > s = 4: the bound is s
     assert check_projected_tail(enc, Fraction(1, 1000), 5, rows, wide).route == "exact"
+
+
+def test_a_tolerance_far_below_binary64_margins_is_decided():
+    """eps = 10^-300 (a legal tolerance): the relative margin (about 10^600) is beyond binary64; the
+    checks still decide, and print it as a decimal."""
+    enc, a = _operator(6)
+    tiny = Fraction(1, 10**300)
+    assert check_frobenius_tail(enc, tiny, 3).outcome is Outcome.PROVED
+    rows, w = np.array([0, 1, 2, 3]), _projection(6, a.shape[1], 4, 1.0)
+    assert check_projected_tail(enc, tiny, 2, rows, w).outcome is Outcome.PROVED

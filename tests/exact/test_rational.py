@@ -71,9 +71,10 @@ def test_fmt():
 
 
 def test_fmt_refuses_only_beyond_the_text_limit():
-    edge = F(2 ** TEXT_BITS - 1, 7)  # numerator of exactly TEXT_BITS bits (7 does not divide it): still text
-    assert fmt(edge) == f"{2 ** TEXT_BITS - 1}/7" and fmt(1 / edge) == f"7/{2 ** TEXT_BITS - 1}"
-    for too_long in (F(2 ** TEXT_BITS), F(1, 2 ** TEXT_BITS)):
+    assert TEXT_BITS == 13_000  # the documented limit (about 3,900 digits), written out below
+    edge = F(2 ** 13_000 - 1, 7)  # numerator of exactly 13,000 bits (7 does not divide it): still text
+    assert fmt(edge) == f"{2 ** 13_000 - 1}/7" and fmt(1 / edge) == f"7/{2 ** 13_000 - 1}"
+    for too_long in (F(2 ** 13_000), F(1, 2 ** 13_000)):
         with pytest.raises(TooLongForText, match="about 3,900 digits"):
             fmt(too_long)
     assert fmt_mat([[F(1, 2), F(-3)]]) == [["1/2", "-3"]]
@@ -103,6 +104,9 @@ def test_parse_vec_and_long_text_in_errors():
     with pytest.raises(InputError) as err:
         parse_rational("y" * 60)
     assert repr("y" * 60) in str(err.value)
+    with pytest.raises(InputError) as err:
+        parse_rational("abc")
+    assert str(err.value).endswith(repr("abc"))  # short text whole, no "..."
 
 
 def test_the_shared_exact_constants():

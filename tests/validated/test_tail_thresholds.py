@@ -48,8 +48,9 @@ def test_frobenius_tail_decides_one_percent_either_side_of_m_eps_squared(seed, k
 
 def test_frobenius_tail_beyond_the_rank_is_refuted_exactly():
     enc, _ = _operator(4, m=6, n=5)
-    chk = check_frobenius_tail(enc, Fraction(1, 100), 6)
-    assert chk.outcome is Outcome.REFUTED and chk.route == "exact"
+    for lower in (6, 7, 20):  # k = lower - 1 >= min(m, N) = 5
+        chk = check_frobenius_tail(enc, Fraction(1, 100), lower)
+        assert chk.outcome is Outcome.REFUTED and chk.route == "exact" and "min(m, N) = 5" in chk.reason
     assert check_frobenius_tail(enc, Fraction(1, 100), 5).route != "exact"  # k = 4 < min(m, N) = 5
 
 

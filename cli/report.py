@@ -112,12 +112,12 @@ def write_report(replay_dir, out, figures=None, info: dict | None = None, resear
     research page's figures (``softrank.cli.report_research``; ``softrank run --panel full``);
     ``heldout`` (a heldout.json; default REPLAY_DIR/../heldout.json if it exists) the held-out
     construction benchmark (``softrank.cli.report_constructions``)."""
-    from softrank.cli.report_constructions import load_heldout
-
     if heldout is None and (Path(replay_dir).parent / "heldout.json").is_file():
         heldout = Path(replay_dir).parent / "heldout.json"
     data = load(replay_dir)
     if heldout is not None:
+        from softrank.cli.report_constructions import load_heldout
+
         data["heldout"], data["heldout_path"] = load_heldout(heldout), str(heldout)
     return _write(data, out, figures, info, research)
 

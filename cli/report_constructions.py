@@ -1,6 +1,6 @@
 """The report's construction section: the held-out construction benchmark's ``heldout.json``
-(``softrank study constructions --panel full``; ``softrank.fastpath.studies.heldout``) as two
-figures and three tables, beside the research page's float64 figures for its own held-out panel.
+(``softrank study constructions --panel full``; ``softrank.fastpath.studies.heldout``) as one
+figure of two panels and three tables, beside the research page's float64 figures for its own held-out panel.
 
 Per family: the best construction's rank / validated lower end and each construction's, with 95%
 source-bootstrap intervals; each construction's rank relative to alternating l1's; the failed
@@ -10,13 +10,13 @@ read from ``heldout.json``, never recomputed; the research page's are quoted.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
+from softrank.fastpath.bracket.matrix import ALL_CONSTRUCTIONS as CONSTRUCTIONS
+from softrank.fastpath.store.files import load_json_text, read_text_file
 from softrank.validated.errors import InputError
 
-CONSTRUCTIONS = ("tsvd", "rwsvd", "altl1", "cpqr", "rpqr", "reprows")
 NAMES = {"best": "best of six", "tsvd": "truncated SVD", "rwsvd": "row-reweighted SVD",
          "altl1": "alternating l1", "cpqr": "column pivoted QR", "rpqr": "row pivoted QR",
          "reprows": "representative rows"}
@@ -42,10 +42,7 @@ def _stat(value, where: str) -> dict:
 def load_heldout(path) -> dict:
     """``heldout.json`` checked for what the section reads (one-line InputError naming the field)."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise InputError(str(path), "", f"not a readable JSON file ({exc.__class__.__name__})") from None
+    data = load_json_text(read_text_file(path, "heldout"), path, "heldout")  # regular files only
     fams = data.get("families") if isinstance(data, dict) else None
     if not isinstance(fams, dict) or not fams:
         raise InputError(str(path), "families", "expected an object of families")
@@ -73,7 +70,7 @@ def load_heldout(path) -> dict:
 
 
 def figure_data(heldout: dict) -> dict:
-    """What the two figures draw: per family the medians and intervals, and the attempt shares."""
+    """What the figure's two panels draw: per family the medians and intervals, and the attempt shares."""
     fams = heldout["families"]
     return {"families": {fam: {"operators": row["operators"],
                                "rank_over_L": {c: row[c] for c in ("best", *CONSTRUCTIONS)},
@@ -107,7 +104,7 @@ def construction_figure(data: dict) -> bytes:
     left.legend(fontsize=8)
     colors = {"impossible": "#1971c2", "open": "#f08c00", "missed": "#c92a2a"}
     bars = [(fam, data["families"][fam]["failed_attempts"]) for fam in fams]
-    bars.append(("research page\n(float64)", {k: v for k, v in data["research_page"]["failed_shares"].items()}))
+    bars.append(("research page\n(float64)", dict(data["research_page"]["failed_shares"])))
     for i, (label, counts) in enumerate(bars):
         total = sum(counts.values()) or 1
         start = 0.0

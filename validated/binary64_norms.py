@@ -24,7 +24,10 @@ ETA = UNDERFLOW_ETA
 
 def sqrt_upper(q: Fraction) -> Fraction:
     """An exact rational >= sqrt(q) for q >= 0: one ulp above math.sqrt, checked exactly (so no
-    assumption on how sqrt rounds: a failed check is an ``ArithmeticError``, never a wrong bound)."""
+    assumption on how sqrt rounds: a failed check is an ``ArithmeticError``, never a wrong bound);
+    beyond binary64's range ``isqrt(ceil(q)) + 1``, exact integer arithmetic."""
+    if q > 0 and not math.isfinite(float_at_least(q)):  # beyond binary64: an integer root, exactly
+        return Fraction(math.isqrt(math.ceil(q)) + 1)
     r = Fraction(math.nextafter(math.sqrt(float_at_least(q)), math.inf)) if q > 0 else Fraction(0)
     if r * r < q:
         raise ArithmeticError("math.sqrt is not correctly rounded here")
@@ -42,13 +45,15 @@ def sqrt_lower(q: Fraction) -> Fraction:
 
 def _sum_sq(x: np.ndarray) -> float | None:
     """Binary64 evaluation of sum of x_ij^2 (a dot product of length x.size); None if not finite."""
-    s = float(np.dot(x.ravel(), x.ravel()))
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the None below, not a warning
+        s = float(np.dot(x.ravel(), x.ravel()))
     return s if math.isfinite(s) else None
 
 
 def _max_row_sq(x: np.ndarray) -> float | None:
     """Binary64 evaluation of max_j ||X_j||_2^2 (dot products of length x.shape[1])."""
-    s = float(np.max(np.einsum("ij,ij->i", x, x)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        s = float(np.max(np.einsum("ij,ij->i", x, x)))
     return s if math.isfinite(s) else None
 
 

@@ -17,6 +17,7 @@ of proofs/binary64_error_bounds.md, computed by ``binary64_norms``) and ``arb`` 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -53,14 +54,22 @@ def _float_svd(m: np.ndarray, svd=None):
     return (u, s, vt) if all(np.all(np.isfinite(x)) for x in (u, s, vt)) else None
 
 
+def _float_up(q: Fraction) -> Fraction | None:
+    """``q`` rounded up to binary64, as a rational; None beyond binary64's range (no bound then)."""
+    f = float_at_least(q)
+    return Fraction(f) if math.isfinite(f) else None
+
+
 def _bounds(s: np.ndarray, f_u, f_v, rho, route: str) -> SvdBounds | None:
-    """Lemma E's data from proven ``f_u``, ``f_v`` and ``rho`` (None when one is missing or a
-    defect is >= 1): ``c_lo`` and ``c_hi`` rounded outward, s sorted by decreasing |s_i|."""
+    """Lemma E's data from proven ``f_u``, ``f_v`` and ``rho`` (None when one is missing, a
+    defect is >= 1 or rho is beyond binary64): ``c_lo``, ``c_hi`` and ``rho`` rounded outward, s
+    sorted by decreasing |s_i|."""
+    rho = None if rho is None else _float_up(rho)
     if None in (f_u, f_v, rho) or f_u >= 1 or f_v >= 1:
         return None
     c_lo = Fraction(float_at_most(sqrt_lower((1 - f_u) * (1 - f_v))))
     c_hi = Fraction(float_at_least(sqrt_upper((1 + f_u) * (1 + f_v))))
-    return SvdBounds(s=np.sort(np.abs(s))[::-1].copy(), c_lo=c_lo, c_hi=c_hi, rho=Fraction(float_at_least(rho)),
+    return SvdBounds(s=np.sort(np.abs(s))[::-1].copy(), c_lo=c_lo, c_hi=c_hi, rho=rho,
                      f_u=f_u, f_v=f_v, route=route)
 
 
@@ -75,7 +84,7 @@ def _orthogonality_defect_binary64(q: np.ndarray) -> Fraction | None:
     qf2 = frobenius_sq_upper(q)
     if d is None or qf2 is None:
         return None
-    return Fraction(float_at_least(d / (1 - U) + gamma(a) * qf2 + p * a * ETA))
+    return _float_up(d / (1 - U) + gamma(a) * qf2 + p * a * ETA)
 
 
 def svd_bounds_binary64(m_f: np.ndarray, delta_f: Fraction = Fraction(0), svd=None) -> SvdBounds | None:

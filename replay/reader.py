@@ -133,17 +133,17 @@ class _Reader:
         raw = self.file_bytes(file, f"{path}.path", rel, max_bytes=size)  # e.g. a huge file, small shape
         if hashlib.sha256(raw).hexdigest() != digest.lower():
             self.fail(f"{path}.sha256", f"hash mismatch for {rel} (file altered or truncated)")
-        arr = _plain_npy(raw)
-        if arr is None:
-            try:
+        try:
+            arr = _plain_npy(raw)
+            if arr is None:
                 arr = np.load(io.BytesIO(raw), allow_pickle=False)
-            except Exception as err:  # a corrupt .npy: numpy raises several types
-                self.fail(f"{path}.path", f"not a readable .npy file ({type(err).__name__})")
+        except Exception as err:  # a corrupt .npy, or more axes than numpy holds: several types
+            self.fail(f"{path}.path", f"not a readable .npy file ({type(err).__name__})")
         if arr.dtype != np.dtype(dtype).newbyteorder("<") and arr.dtype != np.dtype(dtype):
             self.fail(f"{path}.dtype", f"file holds {arr.dtype}, manifest says {dtype}")
         if list(arr.shape) != declared:
             self.fail(f"{path}.shape", f"file holds shape {list(arr.shape)}, manifest says {declared}")
-        arr = np.ascontiguousarray(arr, dtype=np.dtype(dtype))
+        arr = np.require(arr, dtype=np.dtype(dtype), requirements="C")  # C order, 0-d kept 0-d
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
             self.fail(path, f"non-finite entry (NaN or inf) at {np.argwhere(~np.isfinite(arr))[0].tolist()}")
         return arr

@@ -30,7 +30,7 @@ from softrank.validated.errors import InputError
 SCHEMA = "softrank.record"
 SCHEMA_VERSIONS_READ = (1,)
 SCHEMA_VERSION_WRITTEN = 1
-RECORD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+RECORD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}\Z")  # \Z: "$" would let a final newline in
 VERDICTS = ("feasible", "impossible", "unresolved")
 STOCHASTIC_ROW_TOL = 1e-6  # producer's A_hat rows must sum to 1 within this (float64 check)
 

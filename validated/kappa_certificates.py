@@ -33,7 +33,7 @@ def _mat(a: np.ndarray) -> arb_mat:
 def weighted_covariance_ball(x0: np.ndarray, p: np.ndarray) -> arb_mat:
     """Ball matrix containing Sig_p = sum_i w_i (x_i - xbar)(x_i - xbar)^T, w = p / sum(p) exactly
     (p >= 0 binary64, not all zero)."""
-    if np.any(p < 0) or not np.any(p > 0):
+    if not np.all(np.isfinite(p)) or np.any(p < 0) or not np.any(p > 0):  # NaN is not non-negative
         raise ValueError("weights must be non-negative and not all zero")
     idx = np.nonzero(p > 0)[0]
     xs, ps = x0[idx], p[idx]
@@ -77,7 +77,7 @@ def kappa_lower_dual(x0: np.ndarray, y0: np.ndarray, p: np.ndarray, q: np.ndarra
         if not rho_up > 0:
             return None
         val = trace / rho_up.sqrt()
-    return lower_fraction(val) if val.is_finite() else None
+        return lower_fraction(val) if val.is_finite() else None  # the end point at prec_bits
 
 
 def kappa_lower_contrast(x0: np.ndarray, y0: np.ndarray, a: int, a2: int, b: int, b2: int,
@@ -88,7 +88,7 @@ def kappa_lower_contrast(x0: np.ndarray, y0: np.ndarray, a: int, a2: int, b: int
         dx = [arb(float(u)) - arb(float(v)) for u, v in zip(x0[a], x0[a2])]
         dy = [arb(float(u)) - arb(float(v)) for u, v in zip(y0[b], y0[b2])]
         val = abs(sum((u * v for u, v in zip(dx, dy)), arb(0))) / 4
-    return max(Fraction(0), lower_fraction(val))
+        return max(Fraction(0), lower_fraction(val))
 
 
 def _max_row_norm_ball(rows_mat: arb_mat, centre: list[arb]) -> arb:
@@ -121,7 +121,7 @@ def kappa_upper_primal(x0: np.ndarray, y0: np.ndarray, s: np.ndarray, c: np.ndar
         rx = _max_row_norm_ball(_mat(x0) * sm, [arb(float(v)) for v in c])
         ry = _max_row_norm_ball(_mat(y0) * sinv.transpose(), [arb(float(v)) for v in d])
         val = rx * ry
-    return upper_fraction(val) if val.is_finite() else None
+        return upper_fraction(val) if val.is_finite() else None
 
 
 def native_gamma_upper(queries: np.ndarray, keys: np.ndarray, scale: float, cq: np.ndarray,

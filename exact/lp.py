@@ -44,6 +44,9 @@ class LP:
         n = self.n
         if len(self.A_ub) != len(self.b_ub) or len(self.A_eq) != len(self.b_eq):
             raise ValueError("LP: row and right-hand-side counts differ")
+        if not (_all_exact(self.c) and _all_exact(self.b_ub) and _all_exact(self.b_eq)
+                and all(_all_exact(v for _, v in entries(row)) for row in self.A_ub + self.A_eq)):
+            raise ValueError("LP: an entry is not an exact rational (int or Fraction)")
         for row in self.A_ub + self.A_eq:
             if isinstance(row, dict):
                 if any(not isinstance(j, int) or isinstance(j, bool) or not 0 <= j < n for j in row):
@@ -64,6 +67,15 @@ class LPResult:
 
 
 # ---------------------------------------------------------------- exact checks (Fraction only)
+
+def _is_exact(v) -> bool:
+    """An int (not a bool) or a Fraction: a float would make the checks below binary64 arithmetic."""
+    return isinstance(v, (int, Fraction)) and not isinstance(v, bool)
+
+
+def _all_exact(vs) -> bool:
+    return all(_is_exact(v) for v in vs)
+
 
 def _dot(u, v) -> Fraction:
     """Dot product of two dense vectors."""
@@ -92,7 +104,7 @@ def _At_y(rows, y, n) -> list[Fraction]:
 
 def check_primal(lp: LP, x) -> bool:
     """x satisfies every row exactly."""
-    if x is None or len(x) != lp.n:
+    if x is None or len(x) != lp.n or not _all_exact(x):
         return False
     return all(_row_dot(r, x) <= b for r, b in zip(lp.A_ub, lp.b_ub)) and all(
         _row_dot(r, x) == b for r, b in zip(lp.A_eq, lp.b_eq)
@@ -101,6 +113,8 @@ def check_primal(lp: LP, x) -> bool:
 
 def _combination(lp: LP, y, z) -> list[Fraction] | None:
     if y is None or z is None or len(y) != len(lp.A_ub) or len(z) != len(lp.A_eq):
+        return None
+    if not (_all_exact(y) and _all_exact(z)):
         return None
     if any(v < 0 for v in y):
         return None
@@ -129,7 +143,7 @@ def check_farkas(lp: LP, y, z) -> bool:
 
 
 def check_unbounded(lp: LP, x, d) -> bool:
-    if not check_primal(lp, x) or d is None or len(d) != lp.n:
+    if not check_primal(lp, x) or d is None or len(d) != lp.n or not _all_exact(d):
         return False
     return (
         all(_row_dot(r, d) <= 0 for r in lp.A_ub)
@@ -139,8 +153,15 @@ def check_unbounded(lp: LP, x, d) -> bool:
 
 
 def check_result(lp: LP, res: LPResult) -> bool:
+    """The certificate of ``res`` proves its status for ``lp``, in exact arithmetic (an LP or a
+    certificate with a non-rational entry is not checked: False)."""
+    try:
+        lp.validate()
+    except ValueError:
+        return False
     if res.status == "optimal":
-        return check_optimal(lp, res.x, res.y, res.z) and res.value == _dot(lp.c, res.x)
+        return (check_optimal(lp, res.x, res.y, res.z) and _is_exact(res.value)
+                and res.value == _dot(lp.c, res.x))
     if res.status == "infeasible":
         return check_farkas(lp, res.y, res.z)
     if res.status == "unbounded":

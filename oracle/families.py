@@ -44,9 +44,9 @@ def parse_rational(text, where: str, name: str) -> Fraction:
 
 
 def _check_grid_args(r: int, L: int, eps: Fraction) -> None:
-    if not isinstance(r, int) or r < 1:
+    if not isinstance(r, int) or isinstance(r, bool) or r < 1:
         raise InputError("families grid", "r", f"must be an integer >= 1, got {r!r}")
-    if not isinstance(L, int) or L < 2:
+    if not isinstance(L, int) or isinstance(L, bool) or L < 2:
         raise InputError("families grid", "L", f"must be an integer >= 2, got {L!r}")
     if not (0 < eps < 1):
         raise InputError("families grid", "eps", f"must lie in (0, 1), got {eps}")

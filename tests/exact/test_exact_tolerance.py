@@ -4,6 +4,7 @@ binary64 separation of several tolerances."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from fractions import Fraction as F
 
 import numpy as np
@@ -110,3 +111,25 @@ def test_from_record_and_from_printed_read_back_what_was_written():
         Tolerance.from_printed(0.25)
     with pytest.raises(InputError):
         Tolerance.from_printed("binary64(0.1")
+
+
+def test_tolerances_of_equal_value_are_equal_whatever_their_text():
+    """Equality, order and hashing use the exact value only: "1/4", "0.25" and 0.25 are one tolerance."""
+    a, b, c = Tolerance.stored(Fraction(1, 4), "1/4"), Tolerance.parse("0.25"), Tolerance.parse(0.25)
+    assert a.text != b.text and a == b == c and hash(a) == hash(b) == hash(c) and len({a, b, c}) == 1
+    assert not a < b and not b < a
+
+
+def test_stored_text_is_kept_only_when_it_reads_back_as_the_value():
+    """A written text whose binary64 number is another value is not printed as binary64(...):
+    the value is printed exactly instead."""
+    assert Tolerance.stored(Fraction(1, 10), "0.2").text == "1/10"
+    assert Tolerance.stored(Fraction(3, 10), "0.2").text == "3/10"
+    assert Tolerance.stored(Fraction(0.1), "0.1").text == "binary64(0.1)"
+
+
+def test_short_text_in_a_message_is_shown_whole():
+    from softrank.exact.tolerance import _shown
+
+    assert _shown("abc") == "'abc'" and _shown("x" * 60) == repr("x" * 60)
+    assert _shown("x" * 61) == repr("x" * 57) + "..."

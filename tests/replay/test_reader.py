@@ -84,6 +84,7 @@ def test_from_record_keeps_operator_and_drops_tolerances(tmp_path):
 
 @pytest.mark.parametrize("edit,field", [
     (lambda d: d.update(schema="other"), "schema"),
+    (lambda d: d.update(schema="softrank.records"), "schema"),  # sorts after the right name
     (lambda d: d.update(record_id="bad id!"), "record_id"),
     (lambda d: d["operator"].update(form="weird"), "operator.form"),
     (lambda d: d["tolerances"][0].update(eps="abc"), "tolerances[0].eps"),

@@ -26,9 +26,10 @@ def sqrt_upper(q: Fraction) -> Fraction:
     """An exact rational >= sqrt(q) for q >= 0: one ulp above math.sqrt, checked exactly (so no
     assumption on how sqrt rounds: a failed check is an ``ArithmeticError``, never a wrong bound);
     beyond binary64's range ``isqrt(ceil(q)) + 1``, exact integer arithmetic."""
-    if q > 0 and not math.isfinite(float_at_least(q)):  # beyond binary64: an integer root, exactly
+    f = float_at_least(q) if q > 0 else 0.0
+    if not math.isfinite(f):  # beyond binary64: an integer root, exactly
         return Fraction(math.isqrt(math.ceil(q)) + 1)
-    r = Fraction(math.nextafter(math.sqrt(float_at_least(q)), math.inf)) if q > 0 else Fraction(0)
+    r = Fraction(math.nextafter(math.sqrt(f), math.inf)) if q > 0 else Fraction(0)
     if r * r < q:
         raise ArithmeticError("math.sqrt is not correctly rounded here")
     return r

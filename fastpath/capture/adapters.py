@@ -4,7 +4,8 @@ mathematics of each:
 
 - **Bloom** (``BloomAttention``): logits ``inv_norm_factor * q.k + beta * alibi + mask``; ALiBi is
   the record's bias.  Bloom always returns its attention probabilities.
-- **Falcon** (``FalconAttention``), eager path only: without ALiBi, rotary q and k and logits
+- **Falcon** (``FalconAttention``, in the transformers releases where its forward receives
+  ``alibi``), eager path only: without ALiBi, rotary q and k and logits
   ``q.k / sqrt(d) + mask``; with ALiBi, ``(q.k + alibi) * inv_norm_factor + mask``, where
   transformers' Falcon model also folds ``alibi / sqrt(d)`` into the mask (so the eager operator
   carries ALiBi twice, and differs from Falcon's sdpa path; the record is the operator that ran).
@@ -20,6 +21,7 @@ is refused.
 
 from __future__ import annotations
 
+import inspect
 import math
 import sys
 
@@ -61,6 +63,26 @@ def _bloom(session: CaptureSession, module, args, kwargs, output) -> None:
     session.record(module, q, k, mask, module.inv_norm_factor, probs=probs, bias=bias)
 
 
+def _falcon_split(module, fused):
+    """Query [b, m, heads, d] and key [b, m, kv heads, d] views of Falcon's fused projection, in the
+    layout of each of its three architectures: the new decoder stores, per key/value group, the
+    group's queries then one key and one value (the key is repeated for each query of its group);
+    multi-query stores every query, then the one key and the one value; the original layout
+    interleaves query, key and value per head.  Views only: the values are the module's own."""
+    b, m, _ = fused.shape
+    d = module.head_dim
+    if module.new_decoder_architecture:
+        grouped = fused.view(b, m, module.num_kv_heads, -1, d)
+        q = grouped[:, :, :, :-2]
+        k = torch.broadcast_to(grouped[:, :, :, -2:-1], q.shape)
+        return q.flatten(2, 3), k.flatten(2, 3)
+    if module.multi_query:
+        heads = fused.view(b, m, module.num_heads + 2, d)
+        return heads[:, :, :-2], heads[:, :, -2:-1]
+    per_head = fused.view(b, m, module.num_heads, 3, d)
+    return per_head[..., 0, :], per_head[..., 1, :]
+
+
 def _falcon(session: CaptureSession, module, args, kwargs, output) -> None:
     if _training_dropout(session, module):
         return
@@ -72,10 +94,9 @@ def _falcon(session: CaptureSession, module, args, kwargs, output) -> None:
         session.refuse(module, "Falcon's sdpa attention exposes no probabilities to check a capture against "
                                "(load the model with attn_implementation='eager')")
         return
-    fused = module.query_key_value(hidden)
-    q, k, _ = module._split_heads(fused)
+    q, k = _falcon_split(module, module.query_key_value(hidden))
     b, m = q.shape[0], q.shape[1]
-    kv_heads = module.num_heads if module.new_decoder_architecture else module.num_kv_heads
+    kv_heads = k.shape[2]
     q = q.transpose(1, 2).reshape(b, module.num_heads, m, module.head_dim)
     k = k.transpose(1, 2).reshape(b, kv_heads, m, module.head_dim)
     if probs.shape[-1] != m:
@@ -99,13 +120,23 @@ ADAPTERS = {
 }
 
 
+def _computes_own_attention(cls) -> bool:
+    """Whether ``cls`` is the form an adapter knows: its forward receives ``alibi`` and computes the
+    attention itself.  Later transformers releases route Falcon through the attention interface
+    (ALiBi folded into the mask); such a class is captured like any other model, not here."""
+    try:
+        return "alibi" in inspect.signature(cls.forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def adapter_modules(model) -> list[tuple[torch.nn.Module, object]]:
     """(module, hook function) of every attention module of ``model`` an adapter captures."""
     out = []
     for mod in model.modules():
         for cls in type(mod).__mro__:
             fn = ADAPTERS.get((cls.__module__, cls.__name__))
-            if fn is not None:
+            if fn is not None and _computes_own_attention(cls):
                 out.append((mod, fn))
                 break
     return out

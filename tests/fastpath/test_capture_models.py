@@ -14,6 +14,8 @@ no record.
 
 from __future__ import annotations
 
+import inspect
+
 import warnings
 
 import numpy as np
@@ -138,6 +140,9 @@ DECODERS = {
     "falcon-rotary": lambda: _eager(transformers.FalconModel, transformers.FalconConfig(
         vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, alibi=False,
         new_decoder_architecture=False, multi_query=True, max_position_embeddings=64)),
+    "falcon-grouped": lambda: _eager(transformers.FalconModel, transformers.FalconConfig(
+        vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_kv_heads=2,
+        alibi=False, new_decoder_architecture=True, max_position_embeddings=64)),
     "falcon-alibi": lambda: _eager(transformers.FalconModel, transformers.FalconConfig(
         vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, alibi=True,
         new_decoder_architecture=False, multi_query=False, max_position_embeddings=64)),
@@ -266,10 +271,18 @@ def test_attention_sinks_are_refused():
     assert len(cap.refused) == 2 and len(cap) == 0
 
 
-def test_falcon_sdpa_is_refused():
+def test_falcon_sdpa_is_refused_where_falcon_computes_its_own_attention():
+    """Falcon computing attention in its own module (its forward takes ``alibi``): the sdpa path
+    returns no probabilities, refused.  Releases that route Falcon through the attention interface
+    capture its sdpa model exactly, like any other."""
     config = transformers.FalconConfig(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                        alibi=True, new_decoder_architecture=False, max_position_embeddings=64)
-    _refused(_default(transformers.FalconModel, config), {"input_ids": _ids()}, "sdpa.*attn_implementation='eager'")
+    model = _default(transformers.FalconModel, config)
+    if "alibi" in inspect.signature(transformers.models.falcon.modeling_falcon.FalconAttention.forward).parameters:
+        _refused(model, {"input_ids": _ids()}, "sdpa.*attn_implementation='eager'")
+    else:
+        recs = check_exact("falcon-sdpa", model, {"input_ids": _ids(tokens=16)}, expect=2 * 4 * 2, widths=[4, 8])
+        assert all(r.bias is not None and np.ptp(r.bias[0]) > 0 for r in recs)  # ALiBi, through the mask
 
 
 def test_a_sliding_window_shorter_than_the_block_is_refused():

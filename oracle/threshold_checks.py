@@ -63,7 +63,7 @@ def _kernel(A, t, cert, k) -> bool:
     m, N = len(A), len(A[0])
     j0 = as_int(cert["column"])
     w = as_vector(cert["w"], N)
-    if max(abs(x) for x in w) != 1 or abs(w[j0]) != 1:
+    if not 0 <= j0 < N or max(abs(x) for x in w) != 1 or abs(w[j0]) != 1:  # a column of A, not Python's w[-1]
         return False
     if max(abs(dot(r, w)) for r in A) > t:
         return False

@@ -9,6 +9,7 @@ cosmic-ray's own report).
 """
 
 import collections
+import os
 import sqlite3
 import sys
 
@@ -48,6 +49,9 @@ def survivors(dbs):
 
 if __name__ == "__main__":
     args = sys.argv[1:]
+    missing = [a for a in args if a != "--survivors" and not os.path.isfile(a)]
+    if missing:
+        sys.exit(f"report.py: no session database {missing[0]}")
     if args and args[0] == "--survivors":
         survivors(args[1:])
     else:

@@ -79,10 +79,10 @@ def main() -> None:
     try:
         for name in a.sessions:
             s = sessions[name]
+            cmds = {c: command(a.workdir / f"{c}.sock", a.timeout, s["tests"], s.get("then")) for c in "ab"}
             for c in "ab":
-                cmd = command(a.workdir / f"{c}.sock", a.timeout, s["tests"], s.get("then"))
                 (a.workdir / c / f"{name}.toml").write_text(
-                    CONFIG.format(modules=repr(s["modules"]).replace("'", '"'), command=repr(cmd)))
+                    CONFIG.format(modules=repr(s["modules"]).replace("'", '"'), command=repr(cmds[c])))
             da, db = a.workdir / "a" / f"{name}.sqlite", a.workdir / "b" / f"{name}.sqlite"
             if not da.exists():
                 cfg = a.workdir / "a" / f"{name}.toml"
@@ -90,8 +90,7 @@ def main() -> None:
                 subprocess.run([BIN / "cr-filter-operators", da, cfg], cwd=da.parent, env=env, check=True)
                 subprocess.run([sys.executable, HERE / "split_session.py", da, db, str(a.seed)], check=True)
             for c in "ab":  # a test failing on unmutated code would count every mutant as killed
-                cmd = command(a.workdir / f"{c}.sock", a.timeout, s["tests"], s.get("then"))
-                if subprocess.run(cmd, shell=True, cwd=a.workdir / c, env=env).returncode != 0:
+                if subprocess.run(cmds[c], shell=True, cwd=a.workdir / c, env=env).returncode != 0:
                     sys.exit(f"campaign.py: the tests of session {name} fail on the unmutated copy {c}")
             print(f"== {name} start {time.strftime('%H:%M:%S')}", flush=True)
             runs = [subprocess.Popen(["nice", "-n", "5", BIN / "cosmic-ray", "exec", f"{name}.toml", f"{name}.sqlite"],

@@ -61,9 +61,10 @@ def configure(parser) -> None:
     parser.add_argument("--out", default=None, metavar="STORE2", type=path_arg, help="write bracketed records here (default: in place)")
     parser.add_argument("--resume", action="store_true",
                         help="continue a killed run into the same OUT: records journaled in OUT/.partial are not redone")
-    parser.add_argument("--mode", choices=("fast", "full"), default="fast",
-                        help="fast: later constructions only search below the best rank so far; "
-                             "full: every construction's own least rank (construction study)")
+    parser.add_argument("--mode", choices=("fast", "basic", "full"), default="fast",
+                        help="fast: the constructions, then a budgeted smoothed-minimax descent from the best "
+                             "witness; basic: the constructions and alternating-l1 steps down, no minimax "
+                             "(cheaper, looser); full: every construction's own least rank (construction study)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print one JSON object (keys below)")
     parser.epilog = EPILOG

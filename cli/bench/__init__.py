@@ -26,7 +26,10 @@ def configure(parser) -> None:
     parser.add_argument("name", choices=sorted(BENCHMARKS), help="which benchmark")
     parser.add_argument("--repeats", type=int, default=5, help=f"timing repeats, 1 to {MAX_REPEATS} (median reported)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
-    parser.add_argument("target", nargs="?", help="the store folder (bench store)")
+    parser.add_argument("target", nargs="?", help="the store folder (bench store; bench bracket: its families "
+                                                  "instead of extracted operators)")
+    parser.add_argument("--compare", action="store_true",
+                        help="bench bracket: CPU seconds and quality of --mode basic and fast, record by record")
     parser.add_argument("--json", action="store_true", help="one JSON object (bench store)")
 
 

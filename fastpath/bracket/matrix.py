@@ -15,13 +15,20 @@ larger one):
 2. ``tail_certificates``     Frobenius (the baseline lower end) and projected tails;
 3. ``decoder_certificates``  decoders, each eps started from the set of the next larger eps;
 4. ``search_constructions``  each later construction's least rank in the range left open;
-5. ``refine_witnesses``      (fast mode) one-rank steps down to ``L1_MAX_RANK``, large steps above;
+5. ``minimax_witnesses``     (fast mode) the budgeted smoothed-minimax descent from the best
+                             witness (``fastpath/upper/minimax.py``), smallest eps first, on the
+                             brackets ``worth_descent`` picks;
+   ``refine_witnesses``      (basic mode, instead) alternating-l1 one-rank steps down to
+                             ``L1_MAX_RANK``, large steps above;
 6. ``grow_decoders``         decoder growth past the LP's reach, where it can resolve the bracket;
 7. ``share_witnesses``       a witness checked at a smaller eps serves a larger one.
 
 Modes: ``fast`` (default) searches each later construction only below the best rank found so
-far; ``full`` finds every construction's own least rank (for the construction study; slower) and
-keeps, per construction, the ranks it was tried at and missed (its failed attempts).
+far (rpqr, cpqr, rwsvd) and then runs the minimax descent; ``basic`` is the bracket without the
+descent (alternating l1 among the constructions and its refinement steps instead: cheaper, looser
+upper ends; ``softrank bench bracket --compare`` measures the trade); ``full`` finds every
+construction's own least rank (for the construction study; slower) and keeps, per construction,
+the ranks it was tried at and missed (its failed attempts).
 """
 
 from __future__ import annotations
@@ -36,16 +43,22 @@ import numpy as np
 from softrank.fastpath.lower import decoder as dec
 from softrank.fastpath.lower import certificates as low
 from softrank.fastpath.operator_cache import OperatorCache
+from softrank.fastpath.upper import minimax
 from softrank.fastpath.upper.rank_search import MARGIN, SearchLog, Witness, search_ranks, tsvd_scan
 from softrank.fastpath.upper.refine import descend, shrink
 
 DEFAULT_EPS = (0.15, 0.25, 0.35)
 BUDGETS = (8, 16, 32)
-FAST_ORDER = ("rpqr", "cpqr", "rwsvd", "altl1")
+FAST_ORDER = ("rpqr", "cpqr", "rwsvd")  # fast mode: the minimax descent starts from their best
+BASIC_ORDER = ("rpqr", "cpqr", "rwsvd", "altl1")
 ALL_CONSTRUCTIONS = ("tsvd", "rwsvd", "altl1", "cpqr", "rpqr", "reprows")
 L1_CONSTRUCTIONS = ("altl1", "reprows")  # l1 fits: cost ~ m N k^2 per sweep
 L1_FULL_CAP = 96  # full mode: the l1 constructions are searched up to this rank (cost ~ k^2)
 L1_MAX_RANK = 48  # fast mode: alternating l1 / representative rows only below this rank
+MODES = ("fast", "basic", "full")
+MINIMAX_CLOSE = 2  # fast mode: the descent runs on a bracket this narrow (it may close) ...
+MINIMAX_RATIO = 1.25  # ... or one whose U/L is above this
+MINIMAX_BUDGET = 3000  # fast mode: smoothed-minimax budget units per tolerance (iterations at rank <= 32)
 
 
 def resolved(lower: int, upper: int | None, p: int) -> bool:
@@ -161,8 +174,8 @@ def _search_range(s: BracketState, name: str, e: float) -> tuple[int, int]:
     """Ranks [lo, hi] where construction ``name`` is searched at eps e."""
     cur = s.upper(e)
     lo = max(s.lower[e], 1)
-    hi = cur - 1 if s.mode == "fast" else s.op.p
-    if s.mode == "fast" and name in L1_CONSTRUCTIONS and cur > L1_MAX_RANK:
+    hi = cur - 1 if s.mode != "full" else s.op.p
+    if s.mode != "full" and name in L1_CONSTRUCTIONS and cur > L1_MAX_RANK:
         hi = -1  # hopeless range for the l1 fits: skip this eps
     if s.mode == "full" and name in L1_CONSTRUCTIONS:
         hi = min(hi, L1_FULL_CAP)
@@ -170,9 +183,9 @@ def _search_range(s: BracketState, name: str, e: float) -> tuple[int, int]:
 
 
 def search_constructions(s: BracketState, constructions=None) -> None:
-    default = FAST_ORDER if s.mode == "fast" else ALL_CONSTRUCTIONS
+    default = {"fast": FAST_ORDER, "basic": BASIC_ORDER}.get(s.mode, ALL_CONSTRUCTIONS)
     names = [n for n in (constructions or default) if n != "tsvd"]
-    if s.mode == "fast":  # the l1 fits cost ~ m N k^2 per sweep: only where the ranks are moderate
+    if s.mode != "full":  # the l1 fits cost ~ m N k^2 per sweep: only where the ranks are moderate
         moderate = min(s.upper(e) for e in s.eps_list) <= L1_MAX_RANK
         names = [n for n in names if n not in L1_CONSTRUCTIONS or moderate]
     for name in names:
@@ -204,6 +217,29 @@ def refine_witnesses(s: BracketState) -> None:
                     key=lambda w: w.rank, default=None)
             if w is not None and w.rank > L1_MAX_RANK and 2 * s.lower[e] < w.rank:
                 s.best[e] = shrink(s.op, w, e - MARGIN, s.lower[e])
+
+
+def worth_descent(lower: int, upper: int) -> bool:
+    """A bracket gets the minimax descent when it is open and either narrow enough to close
+    (``MINIMAX_CLOSE``) or wider than ``MINIMAX_RATIO`` in U/L."""
+    lower = max(lower, 1)
+    return upper > lower and (upper - lower <= MINIMAX_CLOSE or upper > MINIMAX_RATIO * lower)
+
+
+def minimax_witnesses(s: BracketState, budget: int = MINIMAX_BUDGET) -> None:
+    """Fast mode: the budgeted smoothed-minimax descent (``fastpath/upper/minimax.py``) from the
+    best witness of each open bracket, smallest eps first (its result holds at every larger eps
+    and starts the descent there when its rank is lower)."""
+    with s.timer("minimax"):
+        asc = sorted(s.eps_list)
+        for j, e in enumerate(asc):
+            w = min((s.best[x] for x in asc[:j + 1] if s.best[x] is not None and s.best[x].error <= e - MARGIN),
+                    key=lambda w: w.rank, default=None)
+            if w is None or not worth_descent(s.lower[e], w.rank):
+                continue
+            found, _ = minimax.descend(s.op, w, e, s.lower[e], budget)
+            if s.best[e] is None or found.rank < s.best[e].rank:
+                s.best[e] = found
 
 
 def _growth_goal(s: BracketState, e: float) -> int:
@@ -259,16 +295,18 @@ def eps_bracket(s: BracketState, e: float) -> EpsBracket:
 def bracket_matrix(A: np.ndarray, eps_list=DEFAULT_EPS, mode: str = "fast", constructions=None,
                    timer: Timer | None = None) -> dict[float, EpsBracket]:
     """Bracket ``r_eps(A)`` for each eps in float64 (see module docstring)."""
-    if mode not in ("fast", "full"):
-        raise ValueError(f"mode must be 'fast' or 'full', got {mode!r}")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     s = BracketState(op=OperatorCache(A), eps_list=sorted({float(e) for e in eps_list}, reverse=True),
                      mode=mode, timer=timer or Timer())
     scan_baseline(s)
     tail_certificates(s)
     decoder_certificates(s)
     search_constructions(s, constructions)
-    if mode == "fast":
+    if mode == "basic":
         refine_witnesses(s)
+    elif mode == "fast":
+        minimax_witnesses(s)
     grow_decoders(s)
     share_witnesses(s)
     return {e: eps_bracket(s, e) for e in s.eps_list}

@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from softrank.fastpath.float64 import max_row_l1
-from softrank.fastpath.upper.l1_fit import fit_rows_l1
 from softrank.fastpath.operator_cache import OperatorCache
+from softrank.fastpath.upper.minimax import adam_step, balanced_truncation, refit_rows
 from softrank.fastpath.upper.rank_search import MARGIN, Witness
 
 CONSTRUCTION = "minimax"  # the construction name written into the record
@@ -45,25 +45,6 @@ class AdamSettings:
     min_lr: float = 1e-5  # a run stops when the step falls below this
     step_fraction: float = 0.05  # first rank step of the descent, as a fraction of the rank
     refit_within: float = 0.012  # rows are refit only when Adam ends within this relative gap
-
-
-def balanced_truncation(X: np.ndarray, Y: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Balanced factors ``U_k S_k^(1/2)``, ``V_k S_k^(1/2)`` of the top k singular directions of
-    ``X Y^T`` (from the QR factors of X and Y; no m x N product)."""
-    Qx, Rx = np.linalg.qr(X)
-    Qy, Ry = np.linalg.qr(Y)
-    u, s, vt = np.linalg.svd(Rx @ Ry.T)
-    root = np.sqrt(s[:k])
-    return np.ascontiguousarray(Qx @ u[:, :k] * root), np.ascontiguousarray(Qy @ vt[:k].T * root)
-
-
-def _adam_step(P: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, t: int, lr: float) -> None:
-    """One Adam update of ``P`` in place (beta 0.9, 0.999)."""
-    m *= 0.9
-    m += 0.1 * g
-    v *= 0.999
-    v += 0.001 * g * g
-    P -= lr * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-12)
 
 
 def minimax_adam(A: np.ndarray, X: np.ndarray, Y: np.ndarray, target: float, deadline: float,
@@ -93,17 +74,9 @@ def minimax_adam(A: np.ndarray, X: np.ndarray, Y: np.ndarray, target: float, dea
         w = np.exp((r - r.max()) / s.mu)
         G = (w / w.sum())[:, None] * (R / S)  # minus the gradient of f with respect to X Y^T
         gX, gY = -(G @ Y), -(G.T @ X)
-        _adam_step(X, gX, mX, vX, t, lr)
-        _adam_step(Y, gY, mY, vY, t, lr)
+        adam_step(X, gX, mX, vX, t, lr)
+        adam_step(Y, gY, mY, vY, t, lr)
     return best
-
-
-def refit_rows(op: OperatorCache, X: np.ndarray, Y: np.ndarray, target: float) -> tuple[float, np.ndarray]:
-    """Every row of X above ``target`` refit by l1 regression for the fixed Y (IRLS, then the
-    exact LP): (float64 error, X)."""
-    Xr, _ = fit_rows_l1(op, Y, target, X0=X, stop_early=False, lp_rows=op.m)
-    Xr = np.ascontiguousarray(Xr)
-    return max_row_l1(op.A, Xr, Y), Xr
 
 
 def fit_rank(op: OperatorCache, w: Witness, k: int, target: float, deadline: float,

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from softrank.fastpath.bracket.matrix import ALL_CONSTRUCTIONS
 from softrank.fastpath.bracket.store import bracket_store
+from softrank.fastpath.upper import minimax
 from softrank.cli.replay import replay_store
 from softrank.replay.reader import list_records, read_record
 
@@ -38,7 +40,7 @@ def test_minilm_operators_bracketed_and_confirmed(tmp_path):
     assert len(ids) == 2
     rows = _check_store(store, tmp_path, 2, (0.25,))
     rec = read_record(list_records(store)[0])
-    assert rec.tolerances[0].upper.construction in ("tsvd", "rwsvd", "altl1", "cpqr", "rpqr", "reprows")
+    assert rec.tolerances[0].upper.construction in (*ALL_CONSTRUCTIONS, minimax.CONSTRUCTION)
     assert rows[0]["N"] == 64
 
 

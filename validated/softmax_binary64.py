@@ -135,21 +135,22 @@ def exp_nonpositive(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return np.ldexp(p, k.astype(np.int32), out=p)
 
 
-def _inflated(q: Fraction, ops: int) -> float:
-    """A binary64 number >= q / (1 - u)^ops (pays for ``ops`` roundings to nearest, Lemma M)."""
-    return float_at_least(q / (1 - U) ** ops)
-
-
-@lru_cache(maxsize=64)
-def qk_constants(d: int, scale: float, with_bias: bool) -> tuple[float, float, float]:
-    """a1, a3, a0 of the logit radius r = a1 G (+ a3 |h|) + a0 (step L), already inflated for the
-    roundings of its own evaluation (Lemma M with T products)."""
+def qk_bounds(d: int, scale: float, with_bias: bool) -> tuple[Fraction, Fraction, Fraction]:
+    """The exact rationals that ``qk_constants`` rounds up: A1, u and A0 of step L, each divided by
+    (1 - u)^(T+1) or, for A0 + T eta/2, by (1 - u)^T (Lemma M with T products)."""
     beta = abs(Fraction(scale))
     g_d = gamma(d)
     terms = 2 if with_bias else 1
     a1 = beta * (g_d + U * (1 + g_d)) / (1 - g_d)
     a0 = a1 * d * ETA + beta * d * ETA * (1 + U) + ETA / 2
-    return _inflated(a1, terms + 1), _inflated(U, terms + 1), _inflated(a0 + terms * ETA / 2, terms)
+    return a1 / (1 - U) ** (terms + 1), U / (1 - U) ** (terms + 1), (a0 + terms * ETA / 2) / (1 - U) ** terms
+
+
+@lru_cache(maxsize=64)
+def qk_constants(d: int, scale: float, with_bias: bool) -> tuple[float, float, float]:
+    """a1, a3, a0 of the logit radius r = a1 G (+ a3 |h|) + a0 (step L), already inflated for the
+    roundings of its own evaluation: ``qk_bounds`` rounded up to binary64."""
+    return tuple(float_at_least(q) for q in qk_bounds(d, scale, with_bias))
 
 
 def qk_logits(prod: np.ndarray, abs_prod: np.ndarray, d: int, scale: float,
@@ -174,7 +175,14 @@ def qk_logits(prod: np.ndarray, abs_prod: np.ndarray, d: int, scale: float,
 @lru_cache(maxsize=64)
 def row_constants(n: int) -> tuple[float, float, float, float, float]:
     """Binary64 constants, each rounded up, for rows of length n (steps S and R of the proof):
-    D1, D0 (the row-sum charge delta), M0, M1 (alpha = M0 + M1 delta) and B (beta)."""
+    D1, D0 (the row-sum charge delta), M0, M1 (alpha = M0 + M1 delta) and B (beta): the rationals
+    of ``row_bounds`` rounded up to binary64."""
+    return tuple(float_at_least(q) for q in row_bounds(n))
+
+
+def row_bounds(n: int) -> tuple[Fraction, Fraction, Fraction, Fraction, Fraction]:
+    """The exact rationals that ``row_constants`` rounds up: D1, D0 and mu, (1 + mu) F_d,
+    (1 + mu) F_d c1 divided by (1 - u)^4, (1 - u)^4 and (1 - u)^5 (Lemma M)."""
     g = gamma(n)
     k = KAPPA
     c1 = 1 / (1 - RHO_MAX)  # e^rho - 1 <= rho / (1 - rho) <= c1 rho
@@ -185,8 +193,7 @@ def row_constants(n: int) -> tuple[float, float, float, float, float]:
     weight = c1 * (1 + k) * (1 + g) * (1 + t) / (1 - k)
     d1 = weight / ((1 - g) * (1 - U))
     d0 = weight * (n * ETA / ((1 - g) * (1 - U)) + n * ETA) + t
-    return (float_at_least(d1), float_at_least(d0), _inflated(mu, 4), _inflated((1 + mu) * f, 4),
-            _inflated((1 + mu) * f * c1, 5))
+    return d1, d0, mu / (1 - U) ** 4, (1 + mu) * f / (1 - U) ** 4, (1 + mu) * f * c1 / (1 - U) ** 5
 
 
 def _rows_enclosure(h: np.ndarray, r: np.ndarray | None, consts: tuple, a_mid: np.ndarray,

@@ -90,3 +90,40 @@ def test_the_upper_witness_check_prints_its_bound_rounded_up():
         chk = check_upper_witness(enc, x, y, Fraction(10), strict=False)  # eps large: every witness proved
         assert chk.proved and chk.route == "binary64-bound"
         assert Fraction(Decimal(chk.value)) >= bound
+
+
+class _DenormalsAreZero(np.ndarray):
+    """numpy arithmetic as under denormals-are-zero (x86's DAZ): a subnormal operand of a product
+    is read as 0 (results are not flushed)."""
+
+    def __mul__(self, other):
+        a, b = np.array(self, dtype=np.float64), np.array(other, dtype=np.float64)
+        for x in (a, b):
+            x[np.abs(x) < np.finfo(np.float64).tiny] = 0.0
+        return a * b
+
+
+def test_denormals_read_as_zero_are_detected(monkeypatch):
+    """The last clause of the check: 2^-1074 * 2 must be 2^-1073, not 0."""
+    import types
+
+    from softrank.validated import float_bounds
+
+    daz = types.SimpleNamespace(float64=np.float64, dot=np.dot,
+                                array=lambda v: np.asarray(v, dtype=np.float64).view(_DenormalsAreZero))
+    assert (daz.array([2.0**-1022]) * daz.array([0.5]))[0] == 2.0**-1023  # results stay subnormal
+    assert (daz.array([2.0**-1074]) * daz.array([2.0]))[0] == 0.0  # operands are read as 0
+    monkeypatch.setattr(float_bounds, "np", daz)
+    assert not binary64_environment_ok()
+
+
+def test_gamma_is_refused_where_n_u_reaches_one():
+    import pytest
+
+    from softrank.validated.float_bounds import UNIT_ROUNDOFF, gamma
+
+    assert gamma(3) == 3 * UNIT_ROUNDOFF / (1 - 3 * UNIT_ROUNDOFF)
+    for n in (2**53, 2**53 + 1, 2**60):
+        with pytest.raises(ValueError, match="n u >= 1"):
+            gamma(n)
+    assert gamma(2**53 - 1) > 0

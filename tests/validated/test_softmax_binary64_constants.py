@@ -52,6 +52,8 @@ def test_row_constants_are_at_least_the_proofs(n):
     for name, value in got.items():
         assert Fraction(value) >= want[name], (name, n)
         assert value == float_at_least(want[name]), (name, n)  # and rounded up once, as the proof says
+    # the rationals themselves are the proof's, not merely close enough to round to the same float
+    assert sb.row_bounds(n) == tuple(want[k] for k in ("D1", "D0", "M0", "M1", "beta"))
 
 
 @pytest.mark.parametrize(("d", "scale", "with_bias"), [(1, 1.0, False), (4, 0.125, True), (64, -0.125, False),
@@ -69,6 +71,27 @@ def test_qk_constants_are_at_least_step_l_with_rule_m(d, scale, with_bias):
     for name, value, w in zip(("a1", "a3", "a0"), (a1, a3, a0), want):
         assert Fraction(value) >= w, name
         assert value == float_at_least(w), name  # rounded up once
+    assert sb.qk_bounds(d, scale, with_bias) == want  # exactly the proof's rationals
+
+
+def test_a_logit_radius_with_a_bias_uses_the_bias_constants():
+    """With a bias the radius is a1 G + a3 |h| + a0 with the constants of T = 2 products (at d = 2,
+    scale 1/3 they differ from those of T = 1 in a1 and a0), evaluated in this order.  Q K^T = 0
+    with |Q| |K|^T = 1 (q = (1, 1), k = (1, -1)) and a zero bias: the radius is a1 + a0."""
+    d, scale = 2, 1 / 3
+    with_bias, without = sb.qk_constants(d, scale, True), sb.qk_constants(d, scale, False)
+    assert with_bias[0] != without[0] and with_bias[2] != without[2]
+    prod, abs_prod, bias = np.zeros((2, 3)), np.ones((2, 3)), np.zeros((2, 3))
+
+    def radius(consts, h):
+        a1, a3, a0 = consts
+        return (abs_prod * a1 + np.abs(h) * a3) + a0
+
+    h, r = sb.qk_logits(prod, abs_prod, d, scale, bias)
+    assert np.all(h == prod * scale + bias)
+    assert np.all(r == radius(with_bias, h)) and not np.all(r == radius(without, h))
+    h0, r0 = sb.qk_logits(prod, abs_prod, d, scale, None)
+    assert np.all(r0 == abs_prod * without[0] + without[2])
 
 
 def _q(a) -> list[list[Fraction]]:

@@ -177,9 +177,26 @@ def test_it_declines_rather_than_guess():
     bad[1, 2] = np.nan
     assert sb.rowsoftmax_binary64(bad) is None
     assert sb.rowsoftmax_binary64(np.zeros((0, 3))) is None
+    assert sb.rowsoftmax_binary64(np.zeros((3, 0))) is None  # rows without entries: no softmax
     q = np.full((2, 3), 1e160)  # Q K^T overflows
     assert sb.softmax_binary64_enclosure(queries=q, keys=q, scale=1.0) is None
     assert sb.softmax_binary64_enclosure(queries=q * 1e-153, keys=q * 1e-153, scale=1.0) is None  # radius > 2^-11
+
+
+def test_rows_longer_than_a_block_and_blocks_of_several_rows_agree_with_one_row_at_a_time():
+    """Rows are enclosed in blocks of about BLOCK entries: a row longer than BLOCK is a block of
+    its own, shorter rows share one; the enclosure of each row is the same either way."""
+    rng = np.random.default_rng(3)
+    long_rows = rng.normal(size=(2, sb.BLOCK + 7))
+    mid, rad = sb.rowsoftmax_binary64(long_rows)
+    assert mid.shape == rad.shape == long_rows.shape and np.all(rad > 0)
+    short = rng.normal(size=(3 * sb.BLOCK // 40 + 5, 40))  # several blocks of BLOCK // 40 rows
+    mid_s, rad_s = sb.rowsoftmax_binary64(short)
+    for i in (0, 1, sb.BLOCK // 40, len(short) - 1):
+        one_mid, one_rad = sb.rowsoftmax_binary64(short[i:i + 1])
+        assert np.array_equal(one_mid[0], mid_s[i]) and np.array_equal(one_rad[0], rad_s[i])
+    one_mid, _ = sb.rowsoftmax_binary64(long_rows[1:])
+    assert np.array_equal(one_mid[0], mid[1])
 
 
 def test_the_arb_rows_are_built_on_first_use_and_contain_a():

@@ -20,7 +20,9 @@ larger one):
                              brackets ``worth_descent`` picks;
    ``refine_witnesses``      (basic mode, instead) alternating-l1 one-rank steps down to
                              ``L1_MAX_RANK``, large steps above;
-6. ``grow_decoders``         decoder growth past the LP's reach, where it can resolve the bracket;
+6. ``grow_decoders``         decoder growth past the LP's reach, where it can resolve the bracket
+                             (fast mode: on toward U / ``GROWTH_RATIO``);
+   ``resolve_witnesses``     (fast mode) a second descent where the bracket is still unresolved;
 7. ``share_witnesses``       a witness checked at a smaller eps serves a larger one.
 
 Modes: ``fast`` (default) searches each later construction only below the best rank found so
@@ -34,6 +36,7 @@ the ranks it was tried at and missed (its failed attempts).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -58,7 +61,9 @@ L1_MAX_RANK = 48  # fast mode: alternating l1 / representative rows only below t
 MODES = ("fast", "basic", "full")
 MINIMAX_CLOSE = 2  # fast mode: the descent runs on a bracket this narrow (it may close) ...
 MINIMAX_RATIO = 1.25  # ... or one whose U/L is above this
+GROWTH_RATIO = 1.6  # fast mode: decoder growth goes on past the resolving size up to U / GROWTH_RATIO
 MINIMAX_BUDGET = 3000  # fast mode: smoothed-minimax budget units per tolerance (iterations at rank <= 32)
+MINIMAX_RESOLVE_BUDGET = 3000  # ... and as much again where the bracket is still unresolved after growth
 
 
 def resolved(lower: int, upper: int | None, p: int) -> bool:
@@ -226,10 +231,11 @@ def worth_descent(lower: int, upper: int) -> bool:
     return upper > lower and (upper - lower <= MINIMAX_CLOSE or upper > MINIMAX_RATIO * lower)
 
 
-def minimax_witnesses(s: BracketState, budget: int = MINIMAX_BUDGET) -> None:
+def minimax_witnesses(s: BracketState, budget: int | None = None) -> None:
     """Fast mode: the budgeted smoothed-minimax descent (``fastpath/upper/minimax.py``) from the
     best witness of each open bracket, smallest eps first (its result holds at every larger eps
     and starts the descent there when its rank is lower)."""
+    budget = MINIMAX_BUDGET if budget is None else budget
     with s.timer("minimax"):
         asc = sorted(s.eps_list)
         for j, e in enumerate(asc):
@@ -242,23 +248,40 @@ def minimax_witnesses(s: BracketState, budget: int = MINIMAX_BUDGET) -> None:
                 s.best[e] = found
 
 
-def _growth_goal(s: BracketState, e: float) -> int:
-    """The least lower end that would resolve the bracket at eps e (the upper end if none)."""
+def resolve_witnesses(s: BracketState) -> None:
+    """Fast mode, after decoder growth: a bracket still unresolved gets a second descent of
+    ``MINIMAX_RESOLVE_BUDGET`` from its best witness (smallest eps first, as above)."""
+    with s.timer("minimax"):
+        for e in sorted(s.eps_list):
+            w = s.best[e]
+            if w is None or resolved(s.lower[e], w.rank, s.op.p):
+                continue
+            found, _ = minimax.descend(s.op, w, e, s.lower[e], MINIMAX_RESOLVE_BUDGET)
+            if found.rank < w.rank:
+                s.best[e] = found
+
+
+def _growth_goal(s: BracketState, e: float) -> tuple[int, int]:
+    """(the least lower end that would resolve the bracket at eps e (the upper end if none), the
+    size decoder growth aims at: that one, and in fast mode at least U / GROWTH_RATIO)."""
     upper = s.upper(e)
-    return next((g for g in range(s.lower[e], upper + 1) if resolved(g, upper, s.op.p)), upper)
+    resolve = next((g for g in range(s.lower[e], upper + 1) if resolved(g, upper, s.op.p)), upper)
+    if s.mode != "fast":
+        return resolve, resolve
+    return resolve, max(resolve, min(upper, math.ceil(upper / GROWTH_RATIO)))
 
 
 def grow_decoders(s: BracketState) -> None:
-    """Decoder growth past the LP's reach, only where it can resolve the bracket."""
+    """Decoder growth past the LP's reach, where it can resolve the bracket (toward ``_growth_goal``)."""
     with s.timer("decoder"):
         grown = None  # a decoder valid at a larger eps is valid here too
         for e in s.eps_list:
             if grown is not None and grown.lower > s.lower[e]:
                 s.add_certificate(e, grown)
-            goal = _growth_goal(s, e)
+            resolve, goal = _growth_goal(s, e)
             cands = [c for c in s.certs[e] if c.kind == "decoder"] + ([grown] if grown is not None else [])
             start = max(cands, key=lambda c: c.lower, default=None)
-            if start is None or goal <= s.lower[e] or goal - s.lower[e] > dec.SMOOTH_TRIES:
+            if start is None or goal <= s.lower[e] or resolve - s.lower[e] > dec.SMOOTH_TRIES:
                 continue
             c = dec.grow_decoder_smooth(s.op, start, e, goal)
             if c.lower > s.lower[e]:
@@ -308,5 +331,7 @@ def bracket_matrix(A: np.ndarray, eps_list=DEFAULT_EPS, mode: str = "fast", cons
     elif mode == "fast":
         minimax_witnesses(s)
     grow_decoders(s)
+    if mode == "fast":
+        resolve_witnesses(s)
     share_witnesses(s)
     return {e: eps_bracket(s, e) for e in s.eps_list}

@@ -32,6 +32,8 @@ GROW_TRIES = 20  # step 3 of decoder_certificate: candidate rows tried with the 
 GROW_PATIENCE = 5  # ... stopping after this many failures in a row
 SMOOTH_STAGES = ((0.05, 1e-3), (0.02, 3e-4), (0.005, 1e-4))  # (mu, delta) of the smoothed value
 SMOOTH_ITERS = 300  # nonlinear CG iterations per stage
+GIVE_UP = (1.15, 1.05)  # a candidate's smoothed fit stops after stage 1 / 2 above these values (the
+#                        later stages lowered the value by at most 0.12 / 0.035 on MiniLM heads)
 SMOOTH_TRIES = 16  # grow_decoder_smooth: candidate rows tried ...
 SMOOTH_PATIENCE = 4  # ... stopping after this many failures in a row
 ORACLE_MAX_P = 20  # smoothed growth: candidate sets up to this size are first bracketed by the set oracle
@@ -254,16 +256,20 @@ def _lse_softmax(x: np.ndarray) -> tuple[float, np.ndarray]:
 
 
 def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_STAGES,
-                     iters: int = SMOOTH_ITERS) -> np.ndarray:
+                     iters: int = SMOOTH_ITERS, give_up=()) -> np.ndarray:
     """A heuristic W for fixed rows M = A_S (p x N), started from ``W0``: minimise a smoothed
     ``max_i ||(M W - I)_i||_1 + eps max_j ||W_j||_1`` (max -> mu logsumexp(./mu),
     |x| -> sqrt(x^2 + delta^2) - delta) by scipy's nonlinear conjugate gradients, for a decreasing
     sequence of (mu, delta).  Any W is allowed by Lemma D, so the caller checks the exact float64
-    value; used where the LP (p^2 N residual rows) is too slow."""
+    value; used where the LP (p^2 N residual rows) is too slow.  ``give_up``: after stage i, the
+    W so far is returned when its exact value is above ``give_up[i]`` (a fit that far above 1
+    never came below it in the later stages: ``GIVE_UP``)."""
     p, n = M.shape
     eye = np.eye(p)
     W = np.array(W0, dtype=np.float64)
-    for mu, delta in stages:
+    for i, (mu, delta) in enumerate(stages):
+        if 0 < i <= len(give_up) and decoder_value(M, np.arange(p), W, eps) > give_up[i - 1]:
+            break
         def value_and_grad(w, mu=mu, delta=delta):
             Wm = w.reshape(n, p)
             R = M @ Wm - eye
@@ -317,7 +323,7 @@ def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: 
             start["W"] = Wp if decoder_value(A, rows, Wp, eps) < decoder_value(A, rows, W0, eps) else W0
         if W_prev is W:
             W_prev = start["W"]
-        Wc = smooth_decoder_w(A[cand], np.hstack([W_prev, np.zeros((op.N, 1))]), eps)
+        Wc = smooth_decoder_w(A[cand], np.hstack([W_prev, np.zeros((op.N, 1))]), eps, give_up=GIVE_UP)
         return decoder_value(A, cand, Wc, eps), Wc
 
     rows, W, val = _grow(row_orders(op), rows, W, val, fit, goal, tries, patience)

@@ -275,3 +275,46 @@ def test_smooth_decoder_is_proved_by_the_validated_checker():
     rows2 = np.append(grown.rows, extra)
     w2 = np.hstack([grown.W, np.zeros((n, 1))])
     assert not check_contractive_decoder(enc, eps, rows2, w2).proved
+
+
+@pytest.mark.parametrize(("mode", "lower", "upper", "want"), [
+    ("fast", 37, 74, (37, 47)),   # resolved (U <= 2L): growth aims at ceil(U / 1.6)
+    ("basic", 37, 74, (37, 37)),  # basic mode stops where the bracket resolves
+    ("fast", 10, 40, (15, 25)),   # unresolved: resolving at U - L <= p/10 (p = 256), the aim 25
+    ("fast", 5, 7, (5, 5)),       # U / 1.6 is below L already
+    ("fast", 1, 250, (125, 157)),
+])
+def test_growth_goal_is_the_resolving_size_and_in_fast_mode_u_over_the_ratio(mode, lower, upper, want):
+    import types
+
+    from softrank.fastpath.bracket import matrix as mx
+
+    s = types.SimpleNamespace(mode=mode, lower={0.25: lower}, upper=lambda e: upper,
+                              op=types.SimpleNamespace(p=256))
+    assert mx.GROWTH_RATIO == 1.6
+    assert mx._growth_goal(s, 0.25) == want
+
+
+def test_a_bracket_left_unresolved_after_growth_gets_a_second_descent(monkeypatch):
+    import contextlib
+    import types
+
+    from softrank.fastpath.bracket import matrix as mx
+    from softrank.fastpath.upper import minimax
+
+    calls = []
+
+    def fake_descend(op, w, e, lower, budget):
+        calls.append((w.rank, budget))
+        return types.SimpleNamespace(rank=w.rank - 10, error=w.error), budget
+
+    monkeypatch.setattr(minimax, "descend", fake_descend)
+    w = types.SimpleNamespace(rank=90, error=0.1)
+    for lower, want in ((40, [(90, mx.MINIMAX_RESOLVE_BUDGET)]),  # 90 > 2 * 40: unresolved
+                        (45, [])):  # 90 <= 2 * 45: resolved, nothing to do
+        calls.clear()
+        s = types.SimpleNamespace(eps_list=[0.25], best={0.25: w}, lower={0.25: lower},
+                                  op=types.SimpleNamespace(p=256), timer=lambda name: contextlib.nullcontext())
+        mx.resolve_witnesses(s)
+        assert calls == want
+        assert s.best[0.25].rank == (80 if want else 90)

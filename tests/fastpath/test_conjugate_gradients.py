@@ -51,3 +51,17 @@ def test_the_smoothed_decoder_lowers_the_decoder_value():
     W0 = np.linalg.pinv(M)
     value = lambda W: np.abs(M @ W - np.eye(4)).sum(axis=1).max() + 0.2 * np.abs(W).sum(axis=1).max()
     assert value(smooth_decoder_w(M, W0, 0.2)) < value(W0)
+
+
+def test_smooth_decoder_w_gives_up_after_a_stage_whose_value_is_above_the_threshold():
+    rng = np.random.default_rng(4)
+    M = rng.dirichlet(np.full(30, 0.2), size=4)
+    W0 = np.linalg.pinv(M)
+    from softrank.fastpath.lower.decoder import SMOOTH_STAGES
+
+    one_stage = smooth_decoder_w(M, W0, 0.2, stages=SMOOTH_STAGES[:1])
+    assert np.array_equal(smooth_decoder_w(M, W0, 0.2, give_up=(0.0,)), one_stage)  # above 0: stop
+    two_stages = smooth_decoder_w(M, W0, 0.2, stages=SMOOTH_STAGES[:2])
+    assert np.array_equal(smooth_decoder_w(M, W0, 0.2, give_up=(10.0, 0.0)), two_stages)
+    assert np.array_equal(smooth_decoder_w(M, W0, 0.2, give_up=(10.0, 10.0)), smooth_decoder_w(M, W0, 0.2))
+    assert not np.array_equal(one_stage, smooth_decoder_w(M, W0, 0.2))

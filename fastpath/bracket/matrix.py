@@ -283,7 +283,7 @@ def grow_decoders(s: BracketState) -> None:
             start = max(cands, key=lambda c: c.lower, default=None)
             if start is None or goal <= s.lower[e] or resolve - s.lower[e] > dec.SMOOTH_TRIES:
                 continue
-            c = dec.grow_decoder_smooth(s.op, start, e, goal)
+            c = dec.grow_decoder_smooth(s.op, start, e, goal, give_up=dec.GIVE_UP if s.mode == "fast" else ())
             if c.lower > s.lower[e]:
                 s.add_certificate(e, c)
                 grown = c

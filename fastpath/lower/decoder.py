@@ -300,11 +300,12 @@ def _no_decoder(op: OperatorCache, cand: np.ndarray, eps: float) -> bool:
 
 
 def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: int,
-                        tries: int = SMOOTH_TRIES, patience: int = SMOOTH_PATIENCE) -> Certificate:
+                        tries: int = SMOOTH_TRIES, patience: int = SMOOTH_PATIENCE, give_up=()) -> Certificate:
     """From a valid decoder certificate, add rows (pivoted-QR order, then peaked rows) with W from
     ``smooth_decoder_w`` (the previous W plus a zero column as the start) while the float64 value
     stays <= 1 - MARGIN, until ``goal`` rows, ``tries`` candidates or ``patience`` failures in a
-    row.  Returns the input certificate when nothing is added."""
+    row (``give_up``: see ``smooth_decoder_w``).  Returns the input certificate when nothing is
+    added."""
     A = op.A
     rows = np.asarray(cert.rows, dtype=np.int64)
     W = np.asarray(cert.W, dtype=np.float64)
@@ -323,7 +324,7 @@ def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: 
             start["W"] = Wp if decoder_value(A, rows, Wp, eps) < decoder_value(A, rows, W0, eps) else W0
         if W_prev is W:
             W_prev = start["W"]
-        Wc = smooth_decoder_w(A[cand], np.hstack([W_prev, np.zeros((op.N, 1))]), eps, give_up=GIVE_UP)
+        Wc = smooth_decoder_w(A[cand], np.hstack([W_prev, np.zeros((op.N, 1))]), eps, give_up=give_up)
         return decoder_value(A, cand, Wc, eps), Wc
 
     rows, W, val = _grow(row_orders(op), rows, W, val, fit, goal, tries, patience)

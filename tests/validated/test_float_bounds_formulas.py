@@ -53,3 +53,4 @@ def test_b3_product_error_bound_is_the_lemma(m, k, n):
 
 def test_b3_with_no_inner_dimension_is_zero():
     assert matmul_error_rowsum_upper(np.zeros((2, 0)), np.zeros((3, 0))) == 0
+    assert matmul_error_rowsum_upper(np.zeros((0, 0)), np.zeros((3, 0))) == 0  # and no rows either

@@ -21,23 +21,11 @@ import sys
 import tomllib
 from pathlib import Path
 
+from campaign import copy_tree  # the same copy of the tree as the campaign's (this folder is on sys.path)
+
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
 QUERY = ("select m.module_path, m.start_pos_row, w.diff from mutation_specs m join work_results w "
          "on m.job_id = w.job_id where w.test_outcome = 'SURVIVED' order by m.module_path, m.start_pos_row")
-
-
-def copy_tree(dest: Path) -> None:
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, check=True,
-                           capture_output=True).stdout.split(b"\0")
-    for f in filter(None, files):
-        src, dst = REPO / f.decode(), dest / f.decode()
-        if src.is_file():
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
-    (dest / "pkg").mkdir(exist_ok=True)
-    if not (dest / "pkg" / "softrank").exists():
-        (dest / "pkg" / "softrank").symlink_to(dest)
 
 
 def survivors(dbs):

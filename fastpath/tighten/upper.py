@@ -27,10 +27,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 from softrank.fastpath.float64 import max_row_l1
 from softrank.fastpath.operator_cache import OperatorCache
-from softrank.fastpath.upper.minimax import adam_step, balanced_truncation, refit_rows
+from softrank.fastpath.upper.minimax import CONSTRUCTION, adam_step, balanced_truncation, refit_rows
 from softrank.fastpath.upper.rank_search import MARGIN, Witness
 
-CONSTRUCTION = "minimax"  # the construction name written into the record
 #: a failing one-rank step is tried once more with the Adam step this many times larger
 RETRY_STEP_FACTOR = 10 / 3
 

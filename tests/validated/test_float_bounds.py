@@ -127,3 +127,20 @@ def test_gamma_is_refused_where_n_u_reaches_one():
         with pytest.raises(ValueError, match="n u >= 1"):
             gamma(n)
     assert gamma(2**53 - 1) > 0
+
+
+def test_a_blas_that_flushes_subnormal_results_is_detected(monkeypatch):
+    """The dot-product clause: a BLAS built with flush-to-zero returns 0 for 2^-1022 * 0.5 even when
+    numpy's elementwise products keep subnormals."""
+    import types
+
+    from softrank.validated import float_bounds
+
+    def flushing_dot(a, b):
+        v = float(np.dot(a, b))
+        return 0.0 if 0 < abs(v) < np.finfo(np.float64).tiny else v
+
+    ftz = types.SimpleNamespace(float64=np.float64, array=np.array, dot=flushing_dot)
+    assert flushing_dot(np.array([2.0**-1022]), np.array([0.5])) == 0.0
+    monkeypatch.setattr(float_bounds, "np", ftz)
+    assert not binary64_environment_ok()

@@ -193,3 +193,14 @@ def test_a_logit_radius_above_2_pow_minus_11_is_declined(radius):
     assert sb.qk_logits(prod, abs_prod / 8, d, scale, None) is not None  # a radius of at most 2^-12: accepted
     q = np.full((2, d), np.sqrt(g / d))
     assert sb.softmax_binary64_enclosure(queries=q, keys=q[:1].repeat(3, axis=0), scale=scale) is None
+
+
+def test_a_logit_radius_of_exactly_2_pow_minus_11_is_accepted(monkeypatch):
+    """The bound is inclusive: r = 2^-11 passes (rowsoftmax_binary64 and the qk route), 2^-11 plus
+    one ulp does not."""
+    h = np.zeros((2, 3))
+    assert sb.rowsoftmax_binary64(h, np.full((2, 3), 2.0**-11)) is not None
+    assert sb.rowsoftmax_binary64(h, np.full((2, 3), np.nextafter(2.0**-11, 1.0))) is None
+    monkeypatch.setattr(sb, "qk_constants", lambda d, scale, with_bias: (1.0, 0.0, 0.0))  # r = |Q| |K|^T
+    assert sb.qk_logits(h, np.full((2, 3), 2.0**-11), 4, 1.0, None) is not None
+    assert sb.qk_logits(h, np.full((2, 3), np.nextafter(2.0**-11, 1.0)), 4, 1.0, None) is None

@@ -179,3 +179,22 @@ def test_scientific_text_beyond_binary64():
     assert scientific_text(F(10**400 + 7, 3)) == "+3.333e+399"  # toward zero
     assert scientific_text(F(-(10**400) - 7, 3)) == "-3.333e+399"
     assert scientific_text(F(1, 10**400)) == "+0.000e+00"  # underflows to zero: no error
+
+
+def test_ball_end_points_of_moderate_size_with_long_mantissas_are_exact():
+    """A number near 1 whose last bit lies below 2^-EXP_LIMIT (exponent below -EXP_LIMIT, magnitude
+    moderate) is read exactly, not as a tiny or a huge bound; below 2^-EXP_LIMIT the outer bound is
+    2^-EXP_LIMIT itself (or 0 on the inner side), whatever the mantissa."""
+    from flint import ctx
+
+    from softrank.validated.balls import EXP_LIMIT, lower_fraction, upper_fraction
+
+    with ctx.workprec(EXP_LIMIT + 64):
+        x = arb(1) + arb(2) ** (-(EXP_LIMIT + 10))  # exact at this precision
+        assert x.is_exact()
+        want = 1 + F(1, 2 ** (EXP_LIMIT + 10))
+        assert lower_fraction(x) == want == upper_fraction(x)
+        assert lower_fraction(-x) == -want == upper_fraction(-x)
+    one_bit = arb(2) ** (-(2 ** 40))  # mantissa 1
+    assert lower_fraction(one_bit) == 0 and upper_fraction(one_bit) == F(1, 2 ** EXP_LIMIT)
+    assert upper_fraction(-one_bit) == 0 and lower_fraction(-one_bit) == -F(1, 2 ** EXP_LIMIT)

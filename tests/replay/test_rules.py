@@ -229,3 +229,13 @@ def test_array_subclasses_are_malformed_not_a_crash():
                 assert chk.outcome is Outcome.UNRESOLVED and "malformed" in chk.reason, (kind, key, wrap)
                 tried.add(kind)
     assert tried == {"projected", "decoder"}
+
+
+def test_an_upper_witness_that_cannot_be_checked_is_unresolved_not_an_exception():
+    """Lemma U's rule is guarded like the lower ones: factors whose inner dimensions disagree (numpy
+    raises ValueError in the product) give an unresolved check naming the lemma and the error."""
+    n = 6
+    bad = UpperWitness(rank=2, X=np.ones((n, 2)), Y=np.ones((n, 3)))
+    chk = UPPER_RULE.check(_claim(n, witness=bad))
+    assert chk.outcome is Outcome.UNRESOLVED
+    assert "check could not be completed: ValueError" in chk.reason and "lemma_U" in chk.lemma

@@ -231,11 +231,10 @@ def worth_descent(lower: int, upper: int) -> bool:
     return upper > lower and (upper - lower <= MINIMAX_CLOSE or upper > MINIMAX_RATIO * lower)
 
 
-def minimax_witnesses(s: BracketState, budget: int | None = None) -> None:
+def minimax_witnesses(s: BracketState) -> None:
     """Fast mode: the budgeted smoothed-minimax descent (``fastpath/upper/minimax.py``) from the
     best witness of each open bracket, smallest eps first (its result holds at every larger eps
     and starts the descent there when its rank is lower)."""
-    budget = MINIMAX_BUDGET if budget is None else budget
     with s.timer("minimax"):
         asc = sorted(s.eps_list)
         for j, e in enumerate(asc):
@@ -243,7 +242,7 @@ def minimax_witnesses(s: BracketState, budget: int | None = None) -> None:
                     key=lambda w: w.rank, default=None)
             if w is None or not worth_descent(s.lower[e], w.rank):
                 continue
-            found, _ = minimax.descend(s.op, w, e, s.lower[e], budget)
+            found, _ = minimax.descend(s.op, w, e, s.lower[e], MINIMAX_BUDGET)
             if s.best[e] is None or found.rank < s.best[e].rank:
                 s.best[e] = found
 

@@ -21,7 +21,8 @@ larger one):
    ``refine_witnesses``      (basic mode, instead) alternating-l1 one-rank steps down to
                              ``L1_MAX_RANK``, large steps above;
 6. ``grow_decoders``         decoder growth past the LP's reach, where it can resolve the bracket
-                             (fast mode: on toward U / ``GROWTH_RATIO``);
+                             (fast mode: on toward U / ``GROWTH_RATIO``, up to
+                             ``growth_cap`` rows);
    ``resolve_witnesses``     (fast mode) a second descent where the bracket is still unresolved;
 7. ``share_witnesses``       a witness checked at a smaller eps serves a larger one.
 
@@ -61,7 +62,9 @@ L1_MAX_RANK = 48  # basic (and fast) mode: alternating l1 / representative rows 
 MODES = ("fast", "basic", "full")
 MINIMAX_CLOSE = 2  # fast mode: the descent runs on a bracket this narrow (it may close) ...
 MINIMAX_RATIO = 1.25  # ... or one whose U/L is above this
-GROWTH_RATIO = 1.6  # fast mode: decoder growth goes on past the resolving size up to U / GROWTH_RATIO
+GROWTH_RATIO = 1.6  # fast mode: decoder growth goes on past the resolving size up to U / GROWTH_RATIO ...
+GROWTH_WORK = 64 * 64 * 256  # ... and up to p rows with p^2 N <= this: a smoothed fit costs ~p^2 N per
+#                              iteration (docs/results/2026-12-04-bracket-quality.md: the trade measured)
 MINIMAX_BUDGET = 3000  # fast mode: smoothed-minimax budget units per tolerance (iterations at rank <= 32)
 MINIMAX_RESOLVE_BUDGET = 3000  # ... and as much again where the bracket is still unresolved after growth
 
@@ -260,14 +263,21 @@ def resolve_witnesses(s: BracketState) -> None:
                 s.best[e] = found
 
 
+def growth_cap(n: int) -> int:
+    """Fast mode: the largest decoder set that growth past the resolving size aims at, for an
+    operator with n columns (p^2 n <= ``GROWTH_WORK``)."""
+    return math.isqrt(GROWTH_WORK // max(n, 1))
+
+
 def _growth_goal(s: BracketState, e: float) -> tuple[int, int]:
     """(the least lower end that would resolve the bracket at eps e (the upper end if none), the
-    size decoder growth aims at: that one, and in fast mode at least U / GROWTH_RATIO)."""
+    size decoder growth aims at: that one, and in fast mode at least U / GROWTH_RATIO, but not
+    past ``growth_cap``)."""
     upper = s.upper(e)
     resolve = next((g for g in range(s.lower[e], upper + 1) if resolved(g, upper, s.op.p)), upper)
     if s.mode != "fast":
         return resolve, resolve
-    return resolve, max(resolve, min(upper, math.ceil(upper / GROWTH_RATIO)))
+    return resolve, max(resolve, min(upper, math.ceil(upper / GROWTH_RATIO), growth_cap(s.op.N)))
 
 
 def grow_decoders(s: BracketState) -> None:

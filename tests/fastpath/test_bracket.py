@@ -277,21 +277,25 @@ def test_smooth_decoder_is_proved_by_the_validated_checker():
     assert not check_contractive_decoder(enc, eps, rows2, w2).proved
 
 
-@pytest.mark.parametrize(("mode", "lower", "upper", "want"), [
-    ("fast", 37, 74, (37, 47)),   # resolved (U <= 2L): growth aims at ceil(U / 1.6)
-    ("basic", 37, 74, (37, 37)),  # basic mode stops where the bracket resolves
-    ("fast", 10, 40, (15, 25)),   # unresolved: resolving at U - L <= p/10 (p = 256), the aim 25
-    ("fast", 5, 7, (5, 5)),       # U / 1.6 is below L already
-    ("fast", 1, 250, (125, 157)),
+@pytest.mark.parametrize(("mode", "lower", "upper", "n", "want"), [
+    ("fast", 37, 74, 256, (37, 47)),    # resolved (U <= 2L): growth aims at ceil(U / 1.6)
+    ("basic", 37, 74, 256, (37, 37)),   # basic mode stops where the bracket resolves
+    ("fast", 10, 40, 256, (15, 25)),    # unresolved: resolving at U - L <= p/10 (p = 256), the aim 25
+    ("fast", 5, 7, 256, (5, 5)),        # U / 1.6 is below L already
+    ("fast", 60, 118, 256, (60, 64)),   # U / 1.6 = 74 is past the cap: 64^2 * 256 = GROWTH_WORK
+    ("fast", 60, 160, 128, (80, 90)),   # at N = 128 the cap is 90 (90^2 * 128 <= GROWTH_WORK < 91^2 * 128)
+    ("fast", 1, 250, 256, (125, 125)),  # the resolving size is past the cap: growth still aims at it
+    ("basic", 60, 118, 256, (60, 60)),
 ])
-def test_growth_goal_is_the_resolving_size_and_in_fast_mode_u_over_the_ratio(mode, lower, upper, want):
+def test_growth_goal_is_the_resolving_size_and_in_fast_mode_u_over_the_ratio_up_to_the_cap(mode, lower, upper, n, want):
     import types
 
     from softrank.fastpath.bracket import matrix as mx
 
     s = types.SimpleNamespace(mode=mode, lower={0.25: lower}, upper=lambda e: upper,
-                              op=types.SimpleNamespace(p=256))
-    assert mx.GROWTH_RATIO == 1.6
+                              op=types.SimpleNamespace(p=256, N=n))
+    assert mx.GROWTH_RATIO == 1.6 and mx.GROWTH_WORK == 64 * 64 * 256
+    assert mx.growth_cap(256) == 64 and mx.growth_cap(128) == 90
     assert mx._growth_goal(s, 0.25) == want
 
 

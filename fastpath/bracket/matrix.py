@@ -292,7 +292,8 @@ def grow_decoders(s: BracketState) -> None:
             start = max(cands, key=lambda c: c.lower, default=None)
             if start is None or goal <= s.lower[e] or resolve - s.lower[e] > dec.SMOOTH_TRIES:
                 continue
-            c = dec.grow_decoder_smooth(s.op, start, e, goal, give_up=dec.GIVE_UP if s.mode == "fast" else ())
+            fast = s.mode == "fast"
+            c = dec.grow_decoder_smooth(s.op, start, e, goal, give_up=dec.GIVE_UP if fast else (), subset_screen=not fast)
             if c.lower > s.lower[e]:
                 s.add_certificate(e, c)
                 grown = c

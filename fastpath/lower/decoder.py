@@ -32,8 +32,8 @@ GROW_TRIES = 20  # step 3 of decoder_certificate: candidate rows tried with the 
 GROW_PATIENCE = 5  # ... stopping after this many failures in a row
 SMOOTH_STAGES = ((0.05, 1e-3), (0.02, 3e-4), (0.005, 1e-4))  # (mu, delta) of the smoothed value
 SMOOTH_ITERS = 300  # nonlinear CG iterations per stage
-GIVE_UP = (1.15, 1.05)  # a candidate's smoothed fit stops after stage 1 / 2 above these values (the
-#                        later stages lowered the value by at most 0.12 / 0.035 on MiniLM heads)
+GIVE_UP = (1.08, 1.02)  # a candidate's smoothed fit stops after stage 1 / 2 above these values (on the
+#                        MiniLM panel 1.15 / 1.05 and these gave the same brackets but one lower end)
 SMOOTH_TRIES = 16  # grow_decoder_smooth: candidate rows tried ...
 SMOOTH_PATIENCE = 4  # ... stopping after this many failures in a row
 ORACLE_MAX_P = 20  # smoothed growth: candidate sets up to this size are first bracketed by the set oracle
@@ -300,12 +300,15 @@ def _no_decoder(op: OperatorCache, cand: np.ndarray, eps: float) -> bool:
 
 
 def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: int,
-                        tries: int = SMOOTH_TRIES, patience: int = SMOOTH_PATIENCE, give_up=()) -> Certificate:
+                        tries: int = SMOOTH_TRIES, patience: int = SMOOTH_PATIENCE, give_up=(),
+                        subset_screen: bool = True) -> Certificate:
     """From a valid decoder certificate, add rows (pivoted-QR order, then peaked rows) with W from
     ``smooth_decoder_w`` (the previous W plus a zero column as the start) while the float64 value
     stays <= 1 - MARGIN, until ``goal`` rows, ``tries`` candidates or ``patience`` failures in a
-    row (``give_up``: see ``smooth_decoder_w``).  Returns the input certificate when nothing is
-    added."""
+    row (``give_up``: see ``smooth_decoder_w``).  A candidate set is first screened by the set
+    oracle (``_no_decoder``); sets of more than ``ORACLE_MAX_P`` rows only when ``subset_screen``
+    (their subset screens rejected about one candidate in twenty on MiniLM heads and cost more than
+    the failed fits they saved).  Returns the input certificate when nothing is added."""
     A = op.A
     rows = np.asarray(cert.rows, dtype=np.int64)
     W = np.asarray(cert.W, dtype=np.float64)
@@ -315,7 +318,7 @@ def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: 
     start = {"W": None}  # the start W polished on first use: it leaves room for the next rows
 
     def fit(cand, W_prev):
-        if _no_decoder(op, cand, eps):
+        if (subset_screen or len(cand) <= ORACLE_MAX_P) and _no_decoder(op, cand, eps):
             return np.inf, None  # eps*(S) <= eps: no W works (the smoothed fit would fail too)
         if start["W"] is None:
             base = with_lp_decoder(op, cert, eps)

@@ -243,6 +243,33 @@ def test_smooth_decoder_growth_adds_rows_past_the_lp():
     assert capped.lower == base.lower + 1
 
 
+def test_smooth_decoder_growth_screens_only_small_sets_without_subset_screens(monkeypatch):
+    """With ``subset_screen=False`` the set oracle screens candidate sets of at most ORACLE_MAX_P
+    rows only; the rows added are the same as with every set screened (a screened-out set is one
+    no W fits, so its fit fails too), and the certificate holds in float64."""
+    A = local_window_softmax(64, seed=0)
+    eps = 0.25
+    op = OperatorCache(A)
+    base = dec.decoder_certificate(op, eps, p_hi=64, lp_tries=0, lp_max_p=1)
+    monkeypatch.setattr(dec, "ORACLE_MAX_P", base.lower + 2)
+    seen = []
+    real = dec._no_decoder
+
+    def spy(op_, cand, e):
+        seen.append(len(cand))
+        return real(op_, cand, e)
+
+    monkeypatch.setattr(dec, "_no_decoder", spy)
+    every = dec.grow_decoder_smooth(OperatorCache(A), base, eps, goal=base.lower + 6)
+    assert max(seen) > base.lower + 2
+    seen.clear()
+    small = dec.grow_decoder_smooth(OperatorCache(A), base, eps, goal=base.lower + 6, subset_screen=False)
+    assert seen and max(seen) <= base.lower + 2
+    check_certificate_float64(A, eps, small)
+    assert small.lower > base.lower + 2
+    assert np.array_equal(small.rows, every.rows)
+
+
 def test_smooth_decoder_growth_returns_input_for_invalid_start():
     """An input certificate that does not hold in float64 is returned unchanged (never grown)."""
     A = local_window_softmax(32, seed=1)
@@ -322,3 +349,29 @@ def test_a_bracket_left_unresolved_after_growth_gets_a_second_descent(monkeypatc
         mx.resolve_witnesses(s)
         assert calls == want
         assert s.best[0.25].rank == (80 if want else 90)
+
+
+@pytest.mark.parametrize("mode", ["fast", "basic"])
+def test_grow_decoders_gives_fast_mode_the_early_give_up_and_no_subset_screens(monkeypatch, mode):
+    """Fast mode grows with ``GIVE_UP`` and without the subset screens; basic mode is the earlier
+    growth step for step (no give-up, every set screened)."""
+    import types
+
+    from softrank.fastpath.bracket import matrix as mx
+
+    got = []
+
+    def fake_grow(op, start, e, goal, **kwargs):
+        got.append(kwargs)
+        return start
+
+    monkeypatch.setattr(dec, "grow_decoder_smooth", fake_grow)
+    A = local_window_softmax(48, seed=2)
+    s = mx.BracketState(op=OperatorCache(A), eps_list=[0.25], mode=mode, timer=mx.Timer())
+    mx.scan_baseline(s)
+    mx.tail_certificates(s)
+    mx.decoder_certificates(s)
+    s.best[0.25] = types.SimpleNamespace(rank=min(A.shape[0], 3 * s.lower[0.25] + 3), error=0.0)
+    mx.grow_decoders(s)
+    assert got == ([{"give_up": dec.GIVE_UP, "subset_screen": False}] if mode == "fast"
+                   else [{"give_up": (), "subset_screen": True}])

@@ -12,7 +12,7 @@ import sys
 from fractions import Fraction
 
 import numpy as np
-from flint import arb, arb_mat
+from flint import arb, arb_mat, ctx
 
 
 def exact_fraction(x: arb) -> Fraction:
@@ -48,16 +48,27 @@ def _end_point(x: arb, up: bool) -> Fraction:
     return exact_fraction(x)  # moderate magnitude, long mantissa: exact (2^-exp has <= top + EXP_LIMIT bits)
 
 
+END_POINT_PREC_BITS = 256  # a ball's end points are read at least at this precision, rounded outward
+#                            (Arb's ``upper()`` / ``lower()`` round to the working precision: at the
+#                            default 53 bits a ball computed at 128 bits would lose its last 75)
+
+
 def upper_fraction(x: arb) -> Fraction:
-    """An exact rational >= every point of the ball ``x`` (its upper end point, or above it when
-    that is beyond 2^-EXP_LIMIT in magnitude)."""
-    return _end_point(x.upper(), up=True)
+    """An exact rational >= every point of the ball ``x`` (its upper end point rounded up to the
+    working precision or ``END_POINT_PREC_BITS`` bits, whichever is more, or above it when that is
+    beyond 2^-EXP_LIMIT in magnitude)."""
+    with ctx.workprec(max(ctx.prec, END_POINT_PREC_BITS)):
+        end = x.upper()
+    return _end_point(end, up=True)
 
 
 def lower_fraction(x: arb) -> Fraction:
-    """An exact rational <= every point of the ball ``x`` (its lower end point, or below it when
-    that is beyond 2^-EXP_LIMIT in magnitude)."""
-    return _end_point(x.lower(), up=False)
+    """An exact rational <= every point of the ball ``x`` (its lower end point rounded down to the
+    working precision or ``END_POINT_PREC_BITS`` bits, whichever is more, or below it when that is
+    beyond 2^-EXP_LIMIT in magnitude)."""
+    with ctx.workprec(max(ctx.prec, END_POINT_PREC_BITS)):
+        end = x.lower()
+    return _end_point(end, up=False)
 
 
 def float_at_least(q: Fraction) -> float:

@@ -98,3 +98,39 @@ def test_a_decoder_that_overflows_binary64_goes_to_arb():
     chk = check_contractive_decoder(enc, Fraction(1, 4), rows, huge)
     assert chk.outcome is Outcome.REFUTED and chk.route == "arb"
     assert "margin 1 - upper = -" in chk.reason and "e+308" in chk.reason  # beyond binary64: a decimal
+
+
+def _exact_enclosure(mid) -> SoftmaxEnclosure:
+    """The zero-radius enclosure of the dyadic matrix ``mid``."""
+    mid = np.array(mid, dtype=np.float64)
+    return SoftmaxEnclosure(mid, np.zeros_like(mid), balls=[[arb(float(v)) for v in row] for row in mid])
+
+
+def test_the_arb_referee_decides_when_the_binary64_bound_cannot():
+    """p = 1, A_S = (1/2, 1/2), W = t e_0 with t = 2^-58: the sum is 1 - t/2 + eps t = 1 - 2^-61 at
+    eps = 1/4, below binary64's resolution at 1, so the binary64 bound reaches 1 (unresolved) and
+    the default route must go on to Arb, which proves it (its end points read at 256 bits, not 53);
+    the strict route proves it too."""
+    enc = _exact_enclosure([[0.5, 0.5]])
+    w = np.array([[2.0**-58], [0.0]])
+    rows = np.array([0])
+    eps = Fraction(1, 4)
+    assert decoder_sum_binary64(enc.a_mid[rows], enc.a_rad[rows], w, eps)[1] >= 1
+    for strict in (False, True):
+        chk = check_contractive_decoder(enc, eps, rows, w, strict=strict)
+        assert (chk.outcome, chk.route) == (Outcome.PROVED, "arb")
+
+
+def test_the_default_route_is_binary64_and_a_refutation_reports_its_margin():
+    """Without ``strict`` a clear decoder is proved by the binary64 bound; a W far too large is
+    refuted, and the reason's margin is 1 minus the printed upper end."""
+    enc = _exact_enclosure([[0.5, 0.0, 0.5], [0.0, 0.5, 0.5]])
+    rows = np.array([0, 1])
+    w = np.array([[2.0, 0.0], [0.0, 2.0], [0.0, 0.0]])  # A_S W = I exactly; eps max_j ||W_j||_1 = 2 eps
+    assert np.array_equal(enc.a_mid[rows] @ w, np.eye(2))
+    chk = check_contractive_decoder(enc, Fraction(1, 8), rows, w)
+    assert (chk.outcome, chk.route) == (Outcome.PROVED, "binary64-bound")
+    big = check_contractive_decoder(enc, Fraction(1, 4), rows, 3 * w)
+    assert big.outcome is Outcome.REFUTED and big.route == "binary64-bound"
+    margin = float(big.reason.rsplit("margin 1 - upper = ", 1)[1])
+    assert margin == pytest.approx(1 - float(big.value), rel=1e-3)

@@ -147,10 +147,19 @@ def test_ball_end_points_beyond_the_exponent_limit_are_rounded_outward():
     with pytest.raises(OverflowError):
         upper_fraction(huge)
     assert time.perf_counter() - t < 5
-    from softrank.validated.balls import exact_fraction
+    from flint import ctx
+
+    from softrank.validated.balls import END_POINT_PREC_BITS, exact_fraction
 
     for x in (arb(0), arb(1.5), arb(2.0 ** -1074), arb(-(2.0 ** 1023)), arb("1 +/- 1e-30")):
-        assert lower_fraction(x) == exact_fraction(x.lower()) and upper_fraction(x) == exact_fraction(x.upper())
+        with ctx.workprec(END_POINT_PREC_BITS):
+            lo, hi = exact_fraction(x.lower()), exact_fraction(x.upper())
+        assert lower_fraction(x) == lo and upper_fraction(x) == hi
+        # at least as tight as the end points at binary64's precision (which round outward to 53 bits)
+        assert exact_fraction(x.lower()) <= lo <= hi <= exact_fraction(x.upper())
+    with ctx.workprec(128):
+        x = arb(1) - arb(2) ** -100  # exact at 128 bits, not at 53
+    assert upper_fraction(x) == 1 - F(1, 2 ** 100) == lower_fraction(x) and exact_fraction(x.upper()) == 1
 
 
 def test_strict_projected_tail_on_a_vanishing_entry_of_A():
@@ -198,3 +207,32 @@ def test_ball_end_points_of_moderate_size_with_long_mantissas_are_exact():
     one_bit = arb(2) ** (-(2 ** 40))  # mantissa 1
     assert lower_fraction(one_bit) == 0 and upper_fraction(one_bit) == F(1, 2 ** EXP_LIMIT)
     assert upper_fraction(-one_bit) == 0 and lower_fraction(-one_bit) == -F(1, 2 ** EXP_LIMIT)
+
+
+def test_ball_end_points_at_the_exponent_limit_itself():
+    """The three branch tests of the end-point reader at their boundaries: a number of magnitude in
+    [2^-EXP_LIMIT - 1, 2^-EXP_LIMIT) is read exactly, one just below it is bounded by 2^-EXP_LIMIT (or
+    0 on the inner side), a short mantissa whose exponent is below -EXP_LIMIT but whose magnitude is
+    not is read exactly, and the sign decides which side of a huge end point has a bound: the lower
+    end of -2^(EXP_LIMIT + 100) has none (OverflowError), its upper end is -2^EXP_LIMIT."""
+    from flint import ctx
+
+    from softrank.validated.balls import EXP_LIMIT, lower_fraction, upper_fraction
+
+    limit = F(1, 2 ** EXP_LIMIT)
+    at = arb(2) ** (-(EXP_LIMIT + 1))  # 2^-(L+1): its top bit is 2^-(L+1), exponent -(L+1) = top - 1
+    assert upper_fraction(at) == F(1, 2 ** (EXP_LIMIT + 1)) == lower_fraction(at)
+    below = arb(2) ** (-(EXP_LIMIT + 2))
+    assert upper_fraction(below) == limit and lower_fraction(below) == 0
+    assert lower_fraction(-below) == -limit and upper_fraction(-below) == 0
+    with ctx.workprec(64):
+        short = arb(1025) * arb(2) ** (-(EXP_LIMIT + 4))  # mantissa 11 bits, magnitude about 2^-(L-6)
+    assert short.is_exact()
+    want = F(1025, 2 ** (EXP_LIMIT + 4))
+    assert lower_fraction(short) == want == upper_fraction(short)
+    assert lower_fraction(-short) == -want == upper_fraction(-short)
+    huge = arb(2) ** (EXP_LIMIT + 100)
+    assert upper_fraction(-huge) == -(2 ** EXP_LIMIT) and lower_fraction(huge) == 2 ** EXP_LIMIT
+    for end, x in ((lower_fraction, -huge), (upper_fraction, huge)):
+        with pytest.raises(OverflowError):
+            end(x)

@@ -35,3 +35,24 @@ def test_arb_mat_of_enclosure_keeps_balls():
     m = arb_mat(enc.balls)
     third = Fraction(1, 3)
     assert all(lower_fraction(m[i, j]) <= third <= upper_fraction(m[i, j]) for i in range(3) for j in range(3))
+
+
+def test_the_arb_referee_decides_when_the_binary64_bound_cannot():
+    """A = diag(1, 1/2) exactly, lower = 2: the tail is sigma_2^2 = 1/4 against m eps^2 = 2 eps^2,
+    with 2 eps^2 below 1/4 by a relative 2^-50: within binary64's singular-value bounds (unresolved
+    there), so the default route goes on to Arb, which proves it; with a relative 2^-45 to spare the
+    binary64 route decides first."""
+    import math
+
+    from softrank.validated.softmax_enclosure import SoftmaxEnclosure
+
+    mid = np.array([[1.0, 0.0], [0.0, 0.5]])
+
+    def enclosure():
+        return SoftmaxEnclosure(mid, np.zeros_like(mid), balls=[[arb(float(v)) for v in row] for row in mid])
+
+    for gap, route in ((50, "arb"), (45, "binary64-bound")):
+        eps = Fraction(math.isqrt(int(Fraction(2 ** 200, 8) * (1 - Fraction(1, 2 ** gap)))), 2 ** 100)
+        assert 2 * eps * eps < Fraction(1, 4) * (1 - Fraction(1, 2 ** gap)) * (1 + Fraction(1, 2 ** 90))
+        chk = check_frobenius_tail(enclosure(), eps, 2)
+        assert (chk.outcome, chk.route) == (Outcome.PROVED, route)

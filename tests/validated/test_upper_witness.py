@@ -160,3 +160,21 @@ def test_an_overflowing_a_hat_leaves_the_direct_route_in_charge():
     huge[:, 1::2] = -1e308
     chk = check_upper_witness(enc, softmax64(h), np.eye(4), Fraction(1, 4), chi=Fraction(1, 10 ** 15), a_hat=huge)
     assert chk.proved and chk.route == "binary64-bound"
+
+
+def test_a_bound_exactly_equal_to_eps_proves_on_each_route():
+    """Lemma U needs error <= eps: a binary64 bound equal to eps proves on the binary64 route (not only
+    through the Arb referee), and on the strict route an Arb upper end equal to eps proves."""
+    rng = np.random.default_rng(11)
+    h = rng.normal(size=(5, 6))
+    enc = rowsoftmax_enclosure(logits_balls(logits=h))
+    u, s, vt = np.linalg.svd(softmax64(h))
+    x, y = u[:, :2] * s[:2], vt[:2].T
+    bound = witness_error_upper_binary64(enc.a_mid, enc.a_rad, x, y)
+    chk = check_upper_witness(enc, x, y, bound)
+    assert chk.proved and chk.route == "binary64-bound"
+    top = upper_fraction(witness_error_ball(enc.balls, x, y))
+    assert top < bound  # the Arb ball is tighter, so at eps = top the binary64 route cannot prove
+    assert check_upper_witness(enc, x, y, top).route == "arb"
+    chk = check_upper_witness(enc, x, y, top, strict=True)
+    assert chk.proved and chk.route == "arb"

@@ -20,7 +20,7 @@ def exact_fraction(x: arb) -> Fraction:
     if not x.is_exact() or not x.is_finite():
         raise ValueError("exact_fraction needs a finite exact ball")
     man, exp = (int(v) for v in x.man_exp())
-    return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2 ** (-exp))
+    return man * Fraction(2) ** exp
 
 
 EXP_LIMIT = 1 << 16  # end points of magnitude outside [2^-EXP_LIMIT, 2^EXP_LIMIT] are rounded outward
@@ -28,7 +28,7 @@ EXP_LIMIT = 1 << 16  # end points of magnitude outside [2^-EXP_LIMIT, 2^EXP_LIMI
 
 def _end_point(x: arb, up: bool) -> Fraction:
     """The exact end point ``x`` (finite, exact), or, when its magnitude lies outside
-    ``[2^-EXP_LIMIT, 2^EXP_LIMIT]``, a rational on the outer side of it (>= x if ``up``, else <= x):
+    ``[2^-(EXP_LIMIT+1), 2^EXP_LIMIT)``, a rational on the outer side of it (>= x if ``up``, else <= x):
     Arb exponents are unbounded (exp(-1e308) is a ball near 2^(-1.4e308)), and writing such a number
     as a Fraction would never finish.  An upper end beyond +2^EXP_LIMIT (or a lower end beyond
     -2^EXP_LIMIT) has no such bound: ``OverflowError``."""
@@ -36,16 +36,14 @@ def _end_point(x: arb, up: bool) -> Fraction:
         raise ValueError("an end point must be a finite exact ball")
     man, exp = (int(v) for v in x.man_exp())
     top = exp + abs(man).bit_length()  # 2^(top - 1) <= |x| < 2^top (man != 0)
-    if man == 0 or -EXP_LIMIT <= exp and top <= EXP_LIMIT:
-        return exact_fraction(x)
-    if top < -EXP_LIMIT:  # |x| < 2^-EXP_LIMIT
+    if man != 0 and top < -EXP_LIMIT:  # |x| < 2^-EXP_LIMIT
         tiny = Fraction(1, 1 << EXP_LIMIT)
         return (tiny if man > 0 else Fraction(0)) if up else (Fraction(0) if man > 0 else -tiny)
     if top > EXP_LIMIT and (man < 0) == up:  # |x| >= 2^EXP_LIMIT on the inner side of the bound
         return Fraction(-(1 << EXP_LIMIT) if up else 1 << EXP_LIMIT)
     if top > EXP_LIMIT:
         raise OverflowError(f"a ball end point beyond 2^{EXP_LIMIT}")
-    return exact_fraction(x)  # moderate magnitude, long mantissa: exact (2^-exp has <= top + EXP_LIMIT bits)
+    return exact_fraction(x)  # 2^-(EXP_LIMIT+1) <= |x| < 2^EXP_LIMIT, or 0: exact (the mantissa may be long)
 
 
 END_POINT_PREC_BITS = 256  # a ball's end points are read at least at this precision, rounded outward

@@ -1,6 +1,6 @@
 """Re-run the survivors of cosmic-ray session databases against the current tree (not a test module).
 
-    python tests/mutation/rerun_survivors.py WORKDIR SESSION DB [DB ...] [--jobs 2]
+    python tests/mutation/rerun_survivors.py WORKDIR SESSION DB [DB ...] [--jobs 2] [--tests "PYTEST ARGS"]
 
 A survivor's diff changes one line; the script applies it by text to a copy of the working tree
 (WORKDIR/<worker>, tracked and untracked files, importable as ``softrank`` through
@@ -71,8 +71,12 @@ def main() -> None:
     ap.add_argument("session")
     ap.add_argument("dbs", nargs="+")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--tests", help="pytest arguments to run instead of the session's (a subset of its "
+                                    "tests: a mutant they kill is killed by the session's command too)")
     args = ap.parse_args()
     session = tomllib.loads((HERE / "sessions.toml").read_text())[args.session]
+    if args.tests:
+        session = {"tests": args.tests}
     work = Path(args.workdir)
     copies = []
     for i in range(args.jobs):

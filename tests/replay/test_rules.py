@@ -239,3 +239,14 @@ def test_an_upper_witness_that_cannot_be_checked_is_unresolved_not_an_exception(
     chk = UPPER_RULE.check(_claim(n, witness=bad))
     assert chk.outcome is Outcome.UNRESOLVED
     assert "check could not be completed: ValueError" in chk.reason and "lemma_U" in chk.lemma
+
+
+def test_a_wrongly_shaped_array_is_called_empty_only_when_it_is():
+    """A decoder's ``W`` of the wrong shape is refused with its shape; the message adds "(empty)"
+    for an array without entries and only then."""
+    n = 6
+    for w, empty in ((np.zeros((0, 2)), True), (np.zeros((n, 3)), False)):
+        cert = LowerCertificate(kind="decoder", lower=2, data={"rows": np.array([0, 1], dtype=np.int64), "W": w})
+        chk = check_lower_certificate(_claim(n, cert=cert))
+        assert chk.outcome is not Outcome.PROVED and "'W' has shape" in chk.reason
+        assert ("(empty)" in chk.reason) is empty

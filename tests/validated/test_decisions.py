@@ -236,3 +236,26 @@ def test_ball_end_points_at_the_exponent_limit_itself():
     for end, x in ((lower_fraction, -huge), (upper_fraction, huge)):
         with pytest.raises(OverflowError):
             end(x)
+
+
+def test_the_exponent_limit_is_the_one_the_proof_states():
+    """proofs/exact_rationals.md: end points below 2^-65537 in magnitude are replaced by 0 or
+    +-2^-65536, those of 2^65536 and above by +-2^65536 on their outer side; in between they are
+    exact, up to magnitudes just below 2^65536 (a mistaken ``>=`` at the top would bound
+    -1.5 * 2^65535 from above by -2^65536, below it)."""
+    from flint import ctx
+
+    from softrank.validated.balls import exact_fraction, lower_fraction, upper_fraction
+
+    small = arb(3) * arb(2) ** -65539  # 3/8 * 2^-65536 < 2^-65537
+    assert upper_fraction(small) == F(1, 2 ** 65536) and lower_fraction(small) == 0
+    kept = arb(3) * arb(2) ** -65538  # 3/4 * 2^-65536, not below 2^-65537: exact
+    assert upper_fraction(kept) == F(3, 2 ** 65538) == lower_fraction(kept)
+    near_top = arb(3) * arb(2) ** 65534  # 3/2 * 2^65535 < 2^65536
+    for x, want in ((near_top, 3 * 2 ** 65534), (-near_top, -3 * 2 ** 65534)):
+        assert upper_fraction(x) == want == lower_fraction(x) == exact_fraction(x)
+    big = arb(3) * arb(2) ** 65535  # 3/2 * 2^65536
+    assert lower_fraction(big) == 2 ** 65536 and upper_fraction(-big) == -(2 ** 65536)
+    with ctx.workprec(128):
+        odd = (arb(2) ** 60 + 1) / 2  # exponent -1, a 61-bit mantissa: no float may stand in
+    assert exact_fraction(odd) == F(2 ** 60 + 1, 2)

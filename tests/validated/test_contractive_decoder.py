@@ -134,3 +134,11 @@ def test_the_default_route_is_binary64_and_a_refutation_reports_its_margin():
     assert big.outcome is Outcome.REFUTED and big.route == "binary64-bound"
     margin = float(big.reason.rsplit("margin 1 - upper = ", 1)[1])
     assert margin == pytest.approx(1 - float(big.value), rel=1e-3)
+
+
+def test_a_zero_decoder_is_refuted_at_exactly_one():
+    """W = 0 gives ||A_S 0 - I||_inf = 1 exactly: the binary64 bounds straddle 1, Arb's ball is the
+    exact 1, and a sum certainly >= 1 (here equal to it) is a refutation."""
+    enc = _exact_enclosure([[0.5, 0.5], [0.25, 0.75]])
+    chk = check_contractive_decoder(enc, Fraction(1, 4), np.array([0, 1]), np.zeros((2, 2)))
+    assert (chk.outcome, chk.route, chk.value) == (Outcome.REFUTED, "arb", "1")

@@ -178,3 +178,11 @@ def test_a_bound_exactly_equal_to_eps_proves_on_each_route():
     assert check_upper_witness(enc, x, y, top).route == "arb"
     chk = check_upper_witness(enc, x, y, top, strict=True)
     assert chk.proved and chk.route == "arb"
+
+
+def test_the_enclosure_radius_is_the_documented_sum():
+    """a_rad = up(up(rad) + |a_mid| 2^-52 + 2^-1070) (rad: Arb's radius, as a float rounded up):
+    on uniform rows (A = 1/3, Arb's radius about 2^-80) it is |a_mid| 2^-52 to within 2^-70."""
+    enc = rowsoftmax_enclosure(logits_balls(logits=np.zeros((2, 3))))
+    want = enc.a_mid * 2.0**-52
+    assert np.all(want <= enc.a_rad) and np.all(enc.a_rad <= want * (1 + 2.0**-16))

@@ -23,20 +23,27 @@ def exact_fraction(x: arb) -> Fraction:
     return man * Fraction(2) ** exp
 
 
-EXP_LIMIT = 1 << 16  # end points of magnitude outside [2^-EXP_LIMIT, 2^EXP_LIMIT] are rounded outward
+EXP_LIMIT = 1 << 16  # end points of magnitude outside [2^-(EXP_LIMIT+1), 2^EXP_LIMIT) are rounded outward
+END_POINT_PREC_BITS = 256  # a ball's end points are read at least at this precision, rounded outward
+#                            (Arb's ``upper()`` / ``lower()`` round to the working precision: at the
+#                            default 53 bits a ball computed at 128 bits would lose its last 75)
 
 
-def _end_point(x: arb, up: bool) -> Fraction:
-    """The exact end point ``x`` (finite, exact), or, when its magnitude lies outside
-    ``[2^-(EXP_LIMIT+1), 2^EXP_LIMIT)``, a rational on the outer side of it (>= x if ``up``, else <= x):
-    Arb exponents are unbounded (exp(-1e308) is a ball near 2^(-1.4e308)), and writing such a number
-    as a Fraction would never finish.  An upper end beyond +2^EXP_LIMIT (or a lower end beyond
-    -2^EXP_LIMIT) has no such bound: ``OverflowError``."""
+def _end_point(ball: arb, up: bool) -> Fraction:
+    """The upper (``up``) or lower end point of ``ball``, read at the working precision or
+    ``END_POINT_PREC_BITS`` bits, whichever is more (Arb rounds it outward to that precision), as an
+    exact rational; when its magnitude lies outside ``[2^-(EXP_LIMIT+1), 2^EXP_LIMIT)``, a rational
+    on its outer side (>= it if ``up``, else <= it): Arb exponents are unbounded (exp(-1e308) is a
+    ball near 2^(-1.4e308)), and writing such a number as a Fraction would never finish.  An upper
+    end of 2^EXP_LIMIT or more (or a lower end of -2^EXP_LIMIT or less) has no such bound:
+    ``OverflowError``."""
+    with ctx.workprec(max(ctx.prec, END_POINT_PREC_BITS)):
+        x = ball.upper() if up else ball.lower()
     if not x.is_exact() or not x.is_finite():
         raise ValueError("an end point must be a finite exact ball")
     man, exp = (int(v) for v in x.man_exp())
     top = exp + abs(man).bit_length()  # 2^(top - 1) <= |x| < 2^top (man != 0)
-    if man != 0 and top < -EXP_LIMIT:  # |x| < 2^-EXP_LIMIT
+    if man != 0 and top < -EXP_LIMIT:  # |x| < 2^-(EXP_LIMIT+1)
         tiny = Fraction(1, 1 << EXP_LIMIT)
         return (tiny if man > 0 else Fraction(0)) if up else (Fraction(0) if man > 0 else -tiny)
     if top > EXP_LIMIT and (man < 0) == up:  # |x| >= 2^EXP_LIMIT on the inner side of the bound
@@ -46,27 +53,14 @@ def _end_point(x: arb, up: bool) -> Fraction:
     return exact_fraction(x)  # 2^-(EXP_LIMIT+1) <= |x| < 2^EXP_LIMIT, or 0: exact (the mantissa may be long)
 
 
-END_POINT_PREC_BITS = 256  # a ball's end points are read at least at this precision, rounded outward
-#                            (Arb's ``upper()`` / ``lower()`` round to the working precision: at the
-#                            default 53 bits a ball computed at 128 bits would lose its last 75)
-
-
 def upper_fraction(x: arb) -> Fraction:
-    """An exact rational >= every point of the ball ``x`` (its upper end point rounded up to the
-    working precision or ``END_POINT_PREC_BITS`` bits, whichever is more, or above it when that is
-    beyond 2^-EXP_LIMIT in magnitude)."""
-    with ctx.workprec(max(ctx.prec, END_POINT_PREC_BITS)):
-        end = x.upper()
-    return _end_point(end, up=True)
+    """An exact rational >= every point of the ball ``x`` (``_end_point``)."""
+    return _end_point(x, up=True)
 
 
 def lower_fraction(x: arb) -> Fraction:
-    """An exact rational <= every point of the ball ``x`` (its lower end point rounded down to the
-    working precision or ``END_POINT_PREC_BITS`` bits, whichever is more, or below it when that is
-    beyond 2^-EXP_LIMIT in magnitude)."""
-    with ctx.workprec(max(ctx.prec, END_POINT_PREC_BITS)):
-        end = x.lower()
-    return _end_point(end, up=False)
+    """An exact rational <= every point of the ball ``x`` (``_end_point``)."""
+    return _end_point(x, up=False)
 
 
 def float_at_least(q: Fraction) -> float:

@@ -22,7 +22,8 @@ larger one):
                              ``L1_MAX_RANK``, large steps above;
 6. ``grow_decoders``         decoder growth past the LP's reach, where it can resolve the bracket
                              (fast mode: on toward U / ``GROWTH_RATIO``, up to
-                             ``growth_cap`` rows);
+                             ``growth_cap`` rows, each fit's stages stopped early by
+                             ``decoder.GIVE_UP`` and ``decoder.STALL``);
    ``resolve_witnesses``     (fast mode) a second descent where the bracket is still unresolved;
 7. ``share_witnesses``       a witness checked at a smaller eps serves a larger one.
 
@@ -293,7 +294,8 @@ def grow_decoders(s: BracketState) -> None:
             if start is None or goal <= s.lower[e] or resolve - s.lower[e] > dec.SMOOTH_TRIES:
                 continue
             fast = s.mode == "fast"
-            c = dec.grow_decoder_smooth(s.op, start, e, goal, give_up=dec.GIVE_UP if fast else (), subset_screen=not fast)
+            c = dec.grow_decoder_smooth(s.op, start, e, goal, give_up=dec.GIVE_UP if fast else (), subset_screen=not fast,
+                                        stall=dec.STALL if fast else None)
             if c.lower > s.lower[e]:
                 s.add_certificate(e, c)
                 grown = c

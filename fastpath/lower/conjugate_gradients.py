@@ -87,9 +87,11 @@ def _line_search(memo: _Memo, point: _Points, xk, pk, gfk, old_fval, old_old_fva
     return None if ret[0] is None else (ret[0], ret[3], ret[4], ret[5])
 
 
-def minimize_cg(fun: Callable, x0: np.ndarray, maxiter: int) -> np.ndarray:
-    """The x of ``scipy.optimize.minimize(fun, x0, jac=True, method="CG", options={"maxiter": ...})``."""
-    if scalar_search_wolfe1 is None:  # pragma: no cover
+def minimize_cg(fun: Callable, x0: np.ndarray, maxiter: int, stall: tuple[int, float] | None = None) -> np.ndarray:
+    """The x of ``scipy.optimize.minimize(fun, x0, jac=True, method="CG", options={"maxiter": ...})``.
+    ``stall=(window, tol)`` adds a stopping rule of its own (then the result is no longer scipy's):
+    stop once the value fell by less than ``tol`` over the last ``window`` iterations."""
+    if scalar_search_wolfe1 is None:  # pragma: no cover (``stall`` only saves time: scipy's CG runs whole)
         return minimize(fun, x0, jac=True, method="CG", options={"maxiter": maxiter}).x
     memo = _Memo(fun)
     xk = np.asarray(x0, dtype=np.float64).flatten()
@@ -97,7 +99,10 @@ def minimize_cg(fun: Callable, x0: np.ndarray, maxiter: int) -> np.ndarray:
     gfk = memo.grad(xk)
     old_old_fval = old_fval + np.linalg.norm(gfk) / 2
     pk, gnorm, k = -gfk, np.amax(np.abs(gfk)), 0
+    values = [old_fval]  # the value after each iteration (for ``stall``)
     while gnorm > GTOL and k < maxiter:
+        if stall is not None and k >= stall[0] and values[k - stall[0]] - values[k] < stall[1]:
+            break
         deltak = np.dot(gfk, gfk)
         cached = [None]
         point = _Points(xk, pk)
@@ -120,5 +125,6 @@ def minimize_cg(fun: Callable, x0: np.ndarray, maxiter: int) -> np.ndarray:
         else:
             xkp1 = point(alpha)
             _, xk, pk, gfk, gnorm = pr_step(alpha, gfkp1 if gfkp1 is not None else memo.grad(xkp1), xkp1)
+        values.append(old_fval)
         k += 1
     return xk

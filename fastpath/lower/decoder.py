@@ -34,6 +34,7 @@ SMOOTH_STAGES = ((0.05, 1e-3), (0.02, 3e-4), (0.005, 1e-4))  # (mu, delta) of th
 SMOOTH_ITERS = 300  # nonlinear CG iterations per stage
 GIVE_UP = (1.08, 1.02)  # a candidate's smoothed fit stops after stage 1 / 2 above these values (on the
 #                        MiniLM panel 1.15 / 1.05 and these gave the same brackets but one lower end)
+STALL = (30, 1e-3)  # fast mode: a CG stage stops once its value fell by less than 1e-3 in 30 iterations
 SMOOTH_TRIES = 16  # grow_decoder_smooth: candidate rows tried ...
 SMOOTH_PATIENCE = 4  # ... stopping after this many failures in a row
 ORACLE_MAX_P = 20  # smoothed growth: candidate sets up to this size are first bracketed by the set oracle
@@ -256,14 +257,15 @@ def _lse_softmax(x: np.ndarray) -> tuple[float, np.ndarray]:
 
 
 def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_STAGES,
-                     iters: int = SMOOTH_ITERS, give_up=()) -> np.ndarray:
+                     iters: int = SMOOTH_ITERS, give_up=(), stall: tuple[int, float] | None = None) -> np.ndarray:
     """A heuristic W for fixed rows M = A_S (p x N), started from ``W0``: minimise a smoothed
     ``max_i ||(M W - I)_i||_1 + eps max_j ||W_j||_1`` (max -> mu logsumexp(./mu),
     |x| -> sqrt(x^2 + delta^2) - delta) by scipy's nonlinear conjugate gradients, for a decreasing
     sequence of (mu, delta).  Any W is allowed by Lemma D, so the caller checks the exact float64
     value; used where the LP (p^2 N residual rows) is too slow.  ``give_up``: after stage i, the
     W so far is returned when its exact value is above ``give_up[i]`` (a fit that far above 1
-    never came below it in the later stages: ``GIVE_UP``)."""
+    never came below it in the later stages: ``GIVE_UP``).  ``stall``: the stopping rule of
+    ``minimize_cg`` added to each stage (``STALL``; None: scipy's CG unchanged)."""
     p, n = M.shape
     eye = np.eye(p)
     W = np.array(W0, dtype=np.float64)
@@ -282,7 +284,7 @@ def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_ST
             f = mu * lr + eps * mu * lb
             g = M.T @ (pr[:, None] * (R / sR)) + eps * pb[:, None] * (Wm / sW)
             return f, g.ravel()
-        x = minimize_cg(value_and_grad, W.ravel(), iters)  # = scipy's CG, step for step
+        x = minimize_cg(value_and_grad, W.ravel(), iters, stall)  # without stall: scipy's CG, step for step
         if np.all(np.isfinite(x)):
             W = x.reshape(n, p)
     return W
@@ -301,14 +303,15 @@ def _no_decoder(op: OperatorCache, cand: np.ndarray, eps: float) -> bool:
 
 def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: int,
                         tries: int = SMOOTH_TRIES, patience: int = SMOOTH_PATIENCE, give_up=(),
-                        subset_screen: bool = True) -> Certificate:
+                        subset_screen: bool = True, stall: tuple[int, float] | None = None) -> Certificate:
     """From a valid decoder certificate, add rows (pivoted-QR order, then peaked rows) with W from
     ``smooth_decoder_w`` (the previous W plus a zero column as the start) while the float64 value
     stays <= 1 - MARGIN, until ``goal`` rows, ``tries`` candidates or ``patience`` failures in a
     row (``give_up``: see ``smooth_decoder_w``).  A candidate set is first screened by the set
     oracle (``_no_decoder``); sets of more than ``ORACLE_MAX_P`` rows only when ``subset_screen``
     (their subset screens rejected about one candidate in twenty on MiniLM heads and cost more than
-    the failed fits they saved).  Returns the input certificate when nothing is added."""
+    the failed fits they saved).  ``stall``: passed to every ``smooth_decoder_w``.  Returns the
+    input certificate when nothing is added."""
     A = op.A
     rows = np.asarray(cert.rows, dtype=np.int64)
     W = np.asarray(cert.W, dtype=np.float64)
@@ -323,11 +326,12 @@ def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: 
         if start["W"] is None:
             base = with_lp_decoder(op, cert, eps)
             W0 = np.asarray(base.W, dtype=np.float64)
-            Wp = smooth_decoder_w(A[rows], W0, eps)
+            Wp = smooth_decoder_w(A[rows], W0, eps, stall=stall)
             start["W"] = Wp if decoder_value(A, rows, Wp, eps) < decoder_value(A, rows, W0, eps) else W0
         if W_prev is W:
             W_prev = start["W"]
-        Wc = smooth_decoder_w(A[cand], np.hstack([W_prev, np.zeros((op.N, 1))]), eps, give_up=give_up)
+        Wc = smooth_decoder_w(A[cand], np.hstack([W_prev, np.zeros((op.N, 1))]), eps, give_up=give_up,
+                              stall=stall)
         return decoder_value(A, cand, Wc, eps), Wc
 
     rows, W, val = _grow(row_orders(op), rows, W, val, fit, goal, tries, patience)

@@ -353,8 +353,8 @@ def test_a_bracket_left_unresolved_after_growth_gets_a_second_descent(monkeypatc
 
 @pytest.mark.parametrize("mode", ["fast", "basic"])
 def test_grow_decoders_gives_fast_mode_the_early_give_up_and_no_subset_screens(monkeypatch, mode):
-    """Fast mode grows with ``GIVE_UP`` and without the subset screens; basic mode is the earlier
-    growth step for step (no give-up, every set screened)."""
+    """Fast mode grows with ``GIVE_UP``, ``STALL`` and without the subset screens; basic mode is
+    the earlier growth step for step (no give-up, no stall rule, every set screened)."""
     import types
 
     from softrank.fastpath.bracket import matrix as mx
@@ -373,5 +373,5 @@ def test_grow_decoders_gives_fast_mode_the_early_give_up_and_no_subset_screens(m
     mx.decoder_certificates(s)
     s.best[0.25] = types.SimpleNamespace(rank=min(A.shape[0], 3 * s.lower[0.25] + 3), error=0.0)
     mx.grow_decoders(s)
-    assert got == ([{"give_up": dec.GIVE_UP, "subset_screen": False}] if mode == "fast"
-                   else [{"give_up": (), "subset_screen": True}])
+    assert got == ([{"give_up": dec.GIVE_UP, "subset_screen": False, "stall": dec.STALL}] if mode == "fast"
+                   else [{"give_up": (), "subset_screen": True, "stall": None}])

@@ -65,3 +65,26 @@ def test_smooth_decoder_w_gives_up_after_a_stage_whose_value_is_above_the_thresh
     assert np.array_equal(smooth_decoder_w(M, W0, 0.2, give_up=(10.0, 0.0)), two_stages)
     assert np.array_equal(smooth_decoder_w(M, W0, 0.2, give_up=(10.0, 10.0)), smooth_decoder_w(M, W0, 0.2))
     assert not np.array_equal(one_stage, smooth_decoder_w(M, W0, 0.2))
+
+
+def test_stall_stops_at_the_first_window_whose_value_fell_by_less_than_tol():
+    rng = np.random.default_rng(11)
+    M = rng.dirichlet(np.full(24, 0.3), size=5)
+    W0 = (np.linalg.pinv(M) * (1 + 0.3 * rng.normal(size=(24, 5)))).ravel()
+    fun = _smoothed(M, 0.2, 0.05, 1e-3)
+    f = [fun(minimize_cg(fun, W0, k))[0] for k in range(200)]  # the value after k iterations
+    window, tol = 10, 3e-3
+    stop = next(k for k in range(window, 200) if f[k - window] - f[k] < tol)
+    assert 20 < stop < 190  # the rule stops this run part-way, not at the first or the last chance
+    assert np.array_equal(minimize_cg(fun, W0, 300, stall=(window, tol)), minimize_cg(fun, W0, stop))
+
+
+def test_stall_at_its_limits_is_maxiter_or_no_rule():
+    rng = np.random.default_rng(12)
+    M = rng.dirichlet(np.full(20, 0.3), size=4)
+    W0 = np.linalg.pinv(M).ravel()
+    fun = _smoothed(M, 0.25, 0.05, 1e-3)
+    assert np.array_equal(minimize_cg(fun, W0, 200, stall=(7, np.inf)), minimize_cg(fun, W0, 7))
+    assert np.array_equal(minimize_cg(fun, W0, 200, stall=(7, -np.inf)), minimize_cg(fun, W0, 200))
+    assert np.array_equal(smooth_decoder_w(M, W0.reshape(20, 4), 0.25, stall=(5, np.inf)),
+                          smooth_decoder_w(M, W0.reshape(20, 4), 0.25, iters=5))

@@ -160,6 +160,12 @@ def test_ball_end_points_beyond_the_exponent_limit_are_rounded_outward():
     with ctx.workprec(128):
         x = arb(1) - arb(2) ** -100  # exact at 128 bits, not at 53
     assert upper_fraction(x) == 1 - F(1, 2 ** 100) == lower_fraction(x) and exact_fraction(x.upper()) == 1
+    # the precision is 256 bits, as documented: an exact 256-bit integer reads exactly, a 257-bit one
+    # (odd) is rounded outward by one unit of the 256th bit
+    m = 2 ** 255 + 12345
+    assert upper_fraction(arb(m)) == m == lower_fraction(arb(m))
+    m = 2 ** 256 + 1
+    assert upper_fraction(arb(m)) == m + 1 and lower_fraction(arb(m)) == m - 1
 
 
 def test_strict_projected_tail_on_a_vanishing_entry_of_A():

@@ -265,3 +265,13 @@ def test_the_exponent_limit_is_the_one_the_proof_states():
     with ctx.workprec(128):
         odd = (arb(2) ** 60 + 1) / 2  # exponent -1, a 61-bit mantissa: no float may stand in
     assert exact_fraction(odd) == F(2 ** 60 + 1, 2)
+
+
+def test_arb_max_contains_the_largest_and_returns_a_single_ball_unchanged():
+    from softrank.validated.balls import arb_max
+
+    x = arb("1 +/- 0.1")
+    one = arb_max([x])
+    assert one.mid() == x.mid() and one.rad() == x.rad()  # no max of a ball with itself (it widens)
+    got = arb_max([arb(1) / 3, x, arb(-2)])
+    assert got.contains(x) and got.contains(arb(1.1)) and not got.contains(arb(1) / 3 - arb(0.5))

@@ -576,6 +576,10 @@ def test_a_missing_required_field_is_refused_by_its_path(fresh, parent, key, fie
     (lambda d: _tol(d)["float64"].__setitem__("verdicts", [["8", "feasible"]]), "tolerances[0].float64.verdicts",
      "expected dict, got list"),
     (lambda d: d["operator"].__setitem__("form", "dense"), "operator.form", "expected 'logits' or 'qk', got 'dense'"),
+    # an unknown form is named as such, not by the missing fields of a known one
+    (lambda d: d["operator"].update(form="dense", logits=None), "operator.form", "expected 'logits' or 'qk', got 'dense'"),
+    (lambda d: d["operator"].update(form="sparse", logits=None), "operator.form",
+     "expected 'logits' or 'qk', got 'sparse'"),
 ])
 def test_a_field_of_the_wrong_json_type_is_refused_by_its_path(fresh, change, field, message):
     folder = fresh()
@@ -794,7 +798,10 @@ def test_a_non_finite_array_entry_is_refused_with_its_position(fresh, bad):
     doc = json.loads((folder / "record.json").read_text())
     w = np.load(folder / _tol(doc)["lower"][0]["W"]["path"])
     w[2, 1] = bad
-    _put_array(folder, _tol(doc)["lower"][0]["W"], _npy(w))
+    w = np.vstack([w, np.full((1, w.shape[1]), bad)])  # a later one too: the first is named
+    entry = _tol(doc)["lower"][0]["W"]
+    entry["shape"] = list(w.shape)
+    _put_array(folder, entry, _npy(w))
     (folder / "record.json").write_text(json.dumps(doc))
     err = _refused(folder)
     assert err.field == "tolerances[0].lower[0].W" and err.message == "non-finite entry (NaN or inf) at [2, 1]"

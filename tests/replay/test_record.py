@@ -210,9 +210,12 @@ def test_check_record_refuses_any_other_record_id(record_id):
 # -- check_record: operator ---------------------------------------------------------------------------------
 
 
-def test_check_record_refuses_an_unknown_operator_form():
-    err = _refusal(_logits_record(form="dense"))
-    assert err.field == "operator.form" and err.message == "expected 'logits' or 'qk', got 'dense'"
+@pytest.mark.parametrize("form", ["dense", "zeta"])  # names sorting before "logits" and after "qk"
+def test_check_record_refuses_an_unknown_operator_form(form):
+    err = _refusal(_logits_record(form=form))
+    assert err.field == "operator.form" and err.message == f"expected 'logits' or 'qk', got '{form}'"
+    err = _refusal(_logits_record(form=form, logits=None))  # named as such, not by a known form's fields
+    assert err.field == "operator.form" and err.message == f"expected 'logits' or 'qk', got '{form}'"
 
 
 class _ArraySubclass(np.ndarray):
@@ -226,6 +229,8 @@ class _ArraySubclass(np.ndarray):
     np.zeros(6),
     np.zeros((2, 3, 1)),
     np.zeros((2, 3)).view(_ArraySubclass),  # a subclass of ndarray is not a plain array
+    np.zeros((2, 3), dtype=np.complex128),  # a dtype that float64 does not safely cast to
+    np.zeros((2, 3), dtype=object),
     None,
 ])
 def test_check_record_refuses_logits_that_are_not_a_plain_2d_float64_array(logits):
@@ -235,9 +240,9 @@ def test_check_record_refuses_logits_that_are_not_a_plain_2d_float64_array(logit
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_check_record_refuses_a_non_finite_logit_and_says_where_it_is(bad):
-    rec = _logits_record()
-    rec.logits[1, 2] = bad
-    err = _refusal(rec)
+    rec = _logits_record(m=3)
+    rec.logits[1, 2] = rec.logits[2, 0] = bad
+    err = _refusal(rec)  # the first in row-major order is named
     assert err.field == "operator.logits" and err.message == "non-finite entry (NaN or inf) at [1, 2]"
 
 
@@ -250,6 +255,8 @@ def test_check_record_refuses_an_empty_operator(shape):
 def test_check_record_refuses_queries_and_keys_of_different_head_dimension():
     err = _refusal(_qk_record(keys=np.ones((3, 4))))
     assert err.field == "operator.keys" and err.message == "head dimension 4 disagrees with queries' 2"
+    err = _refusal(_qk_record(keys=np.ones((3, 1))))  # fewer columns than the queries, too
+    assert err.field == "operator.keys" and err.message == "head dimension 1 disagrees with queries' 2"
 
 
 def test_check_record_accepts_queries_and_keys_of_one_large_head_dimension():
@@ -361,3 +368,9 @@ def test_check_record_refuses_a_non_finite_float_certificate_array_and_names_it(
 def test_check_record_leaves_integer_arrays_and_plain_values_of_a_certificate_to_its_checker():
     cert = LowerCertificate("decoder", 1, {"rows": np.array([-1, 2**40]), "note": math.nan, "W": np.ones((1, 1))})
     assert check_record(_logits_record(tolerances=[_tolerance(lower=[cert])])) is None
+    # arrays of other dtypes too (the rules refuse every array that is not of their dtype): a complex
+    # array with an infinite entry, an object array (np.isfinite would raise on it), a NaT timedelta
+    odd = LowerCertificate("decoder", 1, {"W": np.array([[1.0 + 0j, complex(math.inf, 0)]]),
+                                          "rows": np.array([None, "0"], dtype=object),
+                                          "when": np.array([np.timedelta64("NaT")])})
+    assert check_record(_logits_record(tolerances=[_tolerance(lower=[odd])])) is None

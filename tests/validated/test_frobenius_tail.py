@@ -56,3 +56,15 @@ def test_the_arb_referee_decides_when_the_binary64_bound_cannot():
         assert 2 * eps * eps < Fraction(1, 4) * (1 - Fraction(1, 2 ** gap)) * (1 + Fraction(1, 2 ** 90))
         chk = check_frobenius_tail(enclosure(), eps, 2)
         assert (chk.outcome, chk.route) == (Outcome.PROVED, route)
+
+
+def test_without_lemma_e_bounds_the_strict_route_is_unresolved_and_says_why(monkeypatch):
+    """When Lemma E's Arb route gives no bounds (a float SVD too far from orthogonal), the strict
+    check is an UNRESOLVED result naming the reason, not a missing result or an exception."""
+    import softrank.validated.frobenius_tail as ft
+    from softrank.validated.singular_values import UNAVAILABLE
+
+    monkeypatch.setattr(ft, "svd_bounds_arb", lambda *args, **kwargs: None)
+    enc = rowsoftmax_enclosure(logits_balls(logits=np.eye(4)))
+    chk = check_frobenius_tail(enc, Fraction(1, 4), 1, strict=True)
+    assert chk.outcome is Outcome.UNRESOLVED and chk.reason == UNAVAILABLE and chk.route == "arb"

@@ -13,7 +13,8 @@ larger one):
 
 1. ``scan_baseline``         SVD and truncated-SVD scan (the baseline upper end);
 2. ``tail_certificates``     Frobenius (the baseline lower end) and projected tails;
-3. ``decoder_certificates``  decoders, each eps started from the set of the next larger eps;
+3. ``decoder_certificates``  decoders, each eps started from the set of the next larger eps
+                             (fast mode: LP growth tries the rows farthest from the set's span first);
 4. ``search_constructions``  each later construction's least rank in the range left open;
 5. ``minimax_witnesses``     (fast mode) the budgeted smoothed-minimax descent from the best
                              witness (``fastpath/upper/minimax.py``), smallest eps first, on the
@@ -23,7 +24,8 @@ larger one):
 6. ``grow_decoders``         decoder growth past the LP's reach, where it can resolve the bracket
                              (fast mode: on toward U / ``GROWTH_RATIO``, up to
                              ``growth_cap`` rows, each fit's stages stopped early by
-                             ``decoder.GIVE_UP`` and ``decoder.STALL``);
+                             ``decoder.GIVE_UP`` and ``decoder.STALL``, each fit ended once
+                             its value is <= ``decoder.ENOUGH``, from a bordered start);
    ``resolve_witnesses``     (fast mode) a second descent where the bracket is still unresolved;
 7. ``share_witnesses``       a witness checked at a smaller eps serves a larger one.
 
@@ -173,7 +175,7 @@ def decoder_certificates(s: BracketState) -> None:
     with s.timer("decoder"):
         start = None
         for e in s.eps_list:  # largest eps first: its set stays valid at smaller eps
-            c = dec.decoder_certificate(s.op, e, s.upper(e), start=start)
+            c = dec.decoder_certificate(s.op, e, s.upper(e), start=start, lead=s.mode == "fast")
             s.certs[e].append(c)
             start = c
     s.lower = {e: max(c.lower for c in s.certs[e]) for e in s.eps_list}
@@ -295,7 +297,8 @@ def grow_decoders(s: BracketState) -> None:
                 continue
             fast = s.mode == "fast"
             c = dec.grow_decoder_smooth(s.op, start, e, goal, give_up=dec.GIVE_UP if fast else (), subset_screen=not fast,
-                                        stall=dec.STALL if fast else None)
+                                        stall=dec.STALL if fast else None, enough=dec.ENOUGH if fast else None,
+                                        bordered=fast)
             if c.lower > s.lower[e]:
                 s.add_certificate(e, c)
                 grown = c

@@ -87,10 +87,12 @@ def _line_search(memo: _Memo, point: _Points, xk, pk, gfk, old_fval, old_old_fva
     return None if ret[0] is None else (ret[0], ret[3], ret[4], ret[5])
 
 
-def minimize_cg(fun: Callable, x0: np.ndarray, maxiter: int, stall: tuple[int, float] | None = None) -> np.ndarray:
+def minimize_cg(fun: Callable, x0: np.ndarray, maxiter: int, stall: tuple[int, float] | None = None,
+                stop: Callable[[int, np.ndarray], bool] | None = None) -> np.ndarray:
     """The x of ``scipy.optimize.minimize(fun, x0, jac=True, method="CG", options={"maxiter": ...})``.
     ``stall=(window, tol)`` adds a stopping rule of its own (then the result is no longer scipy's):
-    stop once the value fell by less than ``tol`` over the last ``window`` iterations."""
+    stop once the value fell by less than ``tol`` over the last ``window`` iterations.  ``stop(k,
+    xk)``, asked after each iteration k >= 1, ends the run at xk when it returns True."""
     if scalar_search_wolfe1 is None:  # pragma: no cover (``stall`` only saves time: scipy's CG runs whole)
         return minimize(fun, x0, jac=True, method="CG", options={"maxiter": maxiter}).x
     memo = _Memo(fun)
@@ -127,4 +129,6 @@ def minimize_cg(fun: Callable, x0: np.ndarray, maxiter: int, stall: tuple[int, f
             _, xk, pk, gfk, gnorm = pr_step(alpha, gfkp1 if gfkp1 is not None else memo.grad(xkp1), xkp1)
         values.append(old_fval)
         k += 1
+        if stop is not None and stop(k, xk):
+            break
     return xk

@@ -6,8 +6,11 @@ For a given S the best W is a linear program (HiGHS).  ``decoder_certificate`` f
 greedy first-fit with exact right inverses (from the set found at the next larger eps and from one
 row), then a binary search over prefixes of the pivoted-QR row order (a prefix of a valid set is
 valid: drop rows of S and the matching columns of W), then greedy growth with the LP over further
-candidate rows (``GROW_TRIES``, ``GROW_PATIENCE``).  The LP runs only while p^2 N <= ``LP_WORK``.
-``grow_decoder_smooth`` grows a valid set past the LP's reach, with W from a smoothed value.
+candidate rows (``GROW_TRIES``, ``GROW_PATIENCE``; with ``lead``, the rows farthest from the set's
+row span first: ``residual_order``).  The LP runs only while p^2 N <= ``LP_WORK``.
+``grow_decoder_smooth`` grows a valid set past the LP's reach, with W from a smoothed value (in
+fast mode each fit stops once its float64 value is <= ``ENOUGH`` and starts from the bordered
+extension of the previous W: ``bordered_start``).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ SMOOTH_STAGES = ((0.05, 1e-3), (0.02, 3e-4), (0.005, 1e-4))  # (mu, delta) of th
 SMOOTH_ITERS = 300  # nonlinear CG iterations per stage
 GIVE_UP = (1.08, 1.02)  # a candidate's smoothed fit stops after stage 1 / 2 above these values (on the
 #                        MiniLM panel 1.15 / 1.05 and these gave the same brackets but one lower end)
+ENOUGH = 0.99  # fast mode: a candidate's smoothed fit stops once its float64 value is <= this ...
+ENOUGH_EVERY = 5  # ... checked every this many CG iterations
 STALL = (30, 1e-3)  # fast mode: a CG stage stops once its value fell by less than 1e-3 in 30 iterations
 SMOOTH_TRIES = 16  # grow_decoder_smooth: candidate rows tried ...
 SMOOTH_PATIENCE = 4  # ... stopping after this many failures in a row
@@ -130,28 +135,45 @@ def row_orders(op: OperatorCache) -> list[np.ndarray]:
     return orders
 
 
-def _grow(orders, rows, W, val, fit, stop_at: int, tries: int, patience: int):
+def residual_order(A: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Rows not in ``rows``, by decreasing l1 norm of their part outside the row span of A_S (the
+    least-squares residual): a row far from the span is the likeliest to extend the set."""
+    rows = np.asarray(rows, dtype=np.int64)
+    Q, _ = np.linalg.qr(A[rows].T)
+    score = np.abs(A - (A @ Q) @ Q.T).sum(axis=1)
+    score[rows] = -np.inf
+    return np.argsort(-score, kind="stable")[:A.shape[0] - len(rows)]
+
+
+def _grow(orders, rows, W, val, fit, stop_at: int, tries: int, patience: int, lead=None):
     """Greedy growth of a valid decoder set: candidate rows in ``orders``; ``fit(cand, W)`` returns
     (float64 value, W for cand) and a candidate is kept when the value is <= 1 - MARGIN.  At most
     ``tries`` candidates, stopping after ``patience`` failures in a row or at ``stop_at`` rows.
+    ``lead(rows)``: an order tried before ``orders``, computed again after each row added (a row
+    that failed is not tried again: a set containing a set with no decoder has none either).
     Returns (rows, W, value)."""
     member = set(rows.tolist())
     n_try = fails = 0
-    for order in orders:
-        for i in order:
-            if len(rows) >= stop_at or n_try >= tries or fails >= patience:
-                return rows, W, val
-            if int(i) in member:
-                continue
-            member.add(int(i))
-            n_try += 1
-            cand = np.append(rows, int(i))
-            v, Wc = fit(cand, W)
-            if _ok(v):
-                rows, W, val, fails = cand, Wc, v, 0
-            else:
+    while True:
+        added = False
+        for order in ([lead(rows)] if lead is not None else []) + list(orders):
+            for i in order:
+                if len(rows) >= stop_at or n_try >= tries or fails >= patience:
+                    return rows, W, val
+                if int(i) in member:
+                    continue
+                member.add(int(i))
+                n_try += 1
+                cand = np.append(rows, int(i))
+                v, Wc = fit(cand, W)
+                if _ok(v):
+                    rows, W, val, fails, added = cand, Wc, v, 0, True
+                    break
                 fails += 1
-    return rows, W, val
+            if added:
+                break
+        if not added:
+            return rows, W, val
 
 
 def _start_sets(op: OperatorCache, eps: float, start: Certificate | None) -> list:
@@ -197,7 +219,7 @@ def _prefix_search(order, rows, W, val, check, p_hi: int):
 
 def decoder_certificate(op: OperatorCache, eps: float, p_hi: int, start: Certificate | None = None,
                         lp_tries: int = GROW_TRIES, lp_patience: int = GROW_PATIENCE,
-                        lp_max_p: int | None = None) -> Certificate:
+                        lp_max_p: int | None = None, lead: bool = False) -> Certificate:
     """The largest decoder certificate found at ``eps`` with p <= p_hi (p_hi: a known upper end).
 
     1. greedy first-fit over the row orders with cheap exact right inverses (no LP);
@@ -227,7 +249,7 @@ def decoder_certificate(op: OperatorCache, eps: float, p_hi: int, start: Certifi
 
     rows, W, val = _prefix_search(orders[0], rows, W, val, check, p_hi)
     rows, W, val = _grow(orders, rows, W, val, lambda cand, _W: check(cand), min(p_hi, lp_max_p),
-                         lp_tries, lp_patience)
+                         lp_tries, lp_patience, lead=(lambda r: residual_order(op.A, r)) if lead else None)
     return Certificate("decoder", len(rows), rows=rows, W=W, margin=1.0 - val,
                        lp_pending=frozenset(rows.tolist()) in from_oracle)
 
@@ -257,7 +279,8 @@ def _lse_softmax(x: np.ndarray) -> tuple[float, np.ndarray]:
 
 
 def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_STAGES,
-                     iters: int = SMOOTH_ITERS, give_up=(), stall: tuple[int, float] | None = None) -> np.ndarray:
+                     iters: int = SMOOTH_ITERS, give_up=(), stall: tuple[int, float] | None = None,
+                     enough: float | None = None) -> np.ndarray:
     """A heuristic W for fixed rows M = A_S (p x N), started from ``W0``: minimise a smoothed
     ``max_i ||(M W - I)_i||_1 + eps max_j ||W_j||_1`` (max -> mu logsumexp(./mu),
     |x| -> sqrt(x^2 + delta^2) - delta) by scipy's nonlinear conjugate gradients, for a decreasing
@@ -269,6 +292,16 @@ def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_ST
     p, n = M.shape
     eye = np.eye(p)
     W = np.array(W0, dtype=np.float64)
+    every = ENOUGH_EVERY
+    rows = np.arange(p)
+    reached = [False]
+
+    def stop(k, x):
+        if enough is None or k % every:
+            return False
+        reached[0] = decoder_value(M, rows, x.reshape(n, p), eps) <= enough
+        return reached[0]
+
     for i, (mu, delta) in enumerate(stages):
         if 0 < i <= len(give_up) and decoder_value(M, np.arange(p), W, eps) > give_up[i - 1]:
             break
@@ -284,10 +317,23 @@ def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_ST
             f = mu * lr + eps * mu * lb
             g = M.T @ (pr[:, None] * (R / sR)) + eps * pb[:, None] * (Wm / sW)
             return f, g.ravel()
-        x = minimize_cg(value_and_grad, W.ravel(), iters, stall)  # without stall: scipy's CG, step for step
+        x = minimize_cg(value_and_grad, W.ravel(), iters, stall, stop)  # without stall/stop: scipy's CG
         if np.all(np.isfinite(x)):
             W = x.reshape(n, p)
+        if reached[0]:
+            break
     return W
+
+
+def bordered_start(M: np.ndarray, W_prev: np.ndarray) -> np.ndarray | None:
+    """A start for the rows M (the last one new) from the previous W: w with M_old w = 0 and
+    M_new w = 1 (least norm), W = [W_prev - w (M_new W_prev), w]: the old rows' residuals are kept,
+    the new row's and new column's are zero."""
+    try:
+        w = np.linalg.pinv(M)[:, -1]
+    except np.linalg.LinAlgError:
+        return None
+    return np.hstack([W_prev - np.outer(w, M[-1] @ W_prev), w[:, None]])
 
 
 def _no_decoder(op: OperatorCache, cand: np.ndarray, eps: float) -> bool:
@@ -303,7 +349,8 @@ def _no_decoder(op: OperatorCache, cand: np.ndarray, eps: float) -> bool:
 
 def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: int,
                         tries: int = SMOOTH_TRIES, patience: int = SMOOTH_PATIENCE, give_up=(),
-                        subset_screen: bool = True, stall: tuple[int, float] | None = None) -> Certificate:
+                        subset_screen: bool = True, stall: tuple[int, float] | None = None,
+                        enough: float | None = None, bordered: bool = False) -> Certificate:
     """From a valid decoder certificate, add rows (pivoted-QR order, then peaked rows) with W from
     ``smooth_decoder_w`` (the previous W plus a zero column as the start) while the float64 value
     stays <= 1 - MARGIN, until ``goal`` rows, ``tries`` candidates or ``patience`` failures in a
@@ -330,8 +377,12 @@ def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: 
             start["W"] = Wp if decoder_value(A, rows, Wp, eps) < decoder_value(A, rows, W0, eps) else W0
         if W_prev is W:
             W_prev = start["W"]
-        Wc = smooth_decoder_w(A[cand], np.hstack([W_prev, np.zeros((op.N, 1))]), eps, give_up=give_up,
-                              stall=stall)
+        W0 = np.hstack([W_prev, np.zeros((op.N, 1))])
+        if bordered:
+            Wb = bordered_start(A[cand], W_prev)
+            if Wb is not None and decoder_value(A, cand, Wb, eps) < decoder_value(A, cand, W0, eps):
+                W0 = Wb
+        Wc = smooth_decoder_w(A[cand], W0, eps, give_up=give_up, stall=stall, enough=enough)
         return decoder_value(A, cand, Wc, eps), Wc
 
     rows, W, val = _grow(row_orders(op), rows, W, val, fit, goal, tries, patience)

@@ -20,7 +20,7 @@ optimiser (``fastpath/tighten/upper.py``) is not:
   so its result does not depend on the machine's load.
 
 ``descend`` steps the rank down from a witness (5% of the rank at first, doubling the step after a
-quick success, halving it after a failure) until a one-rank step fails, the lower end is reached
+quick success up to a sixteenth of the rank, halving it after a failure) until a one-rank step fails, the lower end is reached
 or the budget is spent; a run that ends just above the target has the rows above it refit by exact
 l1 regression for the fixed Y (``fit_rows_l1``) and one more run.  Every witness it returns
 satisfies ``||A - X Y^T||_inf <= eps - MARGIN`` in float64 (``max_row_l1``); the validated replay
@@ -56,7 +56,8 @@ class DescentSettings:
     check: int = 50  # ... recorded every this many iterations
     band: float = 40.0  # rows within band * mu of the largest error enter the gradient
     step_fraction: float = 0.05  # first rank step, as a fraction of the rank
-    quick: int = 100  # a success within this many iterations doubles the step
+    quick: int = 100  # a success within this many iterations doubles the step ...
+    step_cap: int = 16  # ... up to rank / step_cap (4: overshooting steps whose failed runs cost the most)
     refit_within: float = 0.012  # rows are refit only when a run ends within this relative gap
 
 
@@ -175,7 +176,7 @@ def descend(op: OperatorCache, w: Witness, eps: float, lower: int, budget: float
             log.append((k, found is not None, used))
         if found is not None:
             if used <= s.quick:
-                step = min(2 * (best.rank - k), max(1, k // 4))
+                step = min(2 * (best.rank - k), max(1, k // s.step_cap))
             best = found
         elif best.rank - k == 1:
             break

@@ -353,8 +353,9 @@ def test_a_bracket_left_unresolved_after_growth_gets_a_second_descent(monkeypatc
 
 @pytest.mark.parametrize("mode", ["fast", "basic"])
 def test_grow_decoders_gives_fast_mode_the_early_give_up_and_no_subset_screens(monkeypatch, mode):
-    """Fast mode grows with ``GIVE_UP``, ``STALL`` and without the subset screens; basic mode is
-    the earlier growth step for step (no give-up, no stall rule, every set screened)."""
+    """Fast mode grows with ``GIVE_UP``, ``STALL``, ``ENOUGH``, bordered starts and without the
+    subset screens; basic mode is the earlier growth step for step (none of these, every set
+    screened)."""
     import types
 
     from softrank.fastpath.bracket import matrix as mx
@@ -373,5 +374,26 @@ def test_grow_decoders_gives_fast_mode_the_early_give_up_and_no_subset_screens(m
     mx.decoder_certificates(s)
     s.best[0.25] = types.SimpleNamespace(rank=min(A.shape[0], 3 * s.lower[0.25] + 3), error=0.0)
     mx.grow_decoders(s)
-    assert got == ([{"give_up": dec.GIVE_UP, "subset_screen": False, "stall": dec.STALL}] if mode == "fast"
-                   else [{"give_up": (), "subset_screen": True, "stall": None}])
+    assert got == ([{"give_up": dec.GIVE_UP, "subset_screen": False, "stall": dec.STALL, "enough": dec.ENOUGH,
+                     "bordered": True}] if mode == "fast"
+                   else [{"give_up": (), "subset_screen": True, "stall": None, "enough": None, "bordered": False}])
+
+
+@pytest.mark.parametrize("mode", ["fast", "basic"])
+def test_decoder_certificates_lead_with_the_residual_order_in_fast_mode_only(monkeypatch, mode):
+    from softrank.fastpath.bracket import matrix as mx
+
+    got = []
+    real = dec.decoder_certificate
+
+    def spy(op, e, p_hi, **kwargs):
+        got.append(kwargs.get("lead"))
+        return real(op, e, p_hi, **kwargs)
+
+    monkeypatch.setattr(dec, "decoder_certificate", spy)
+    s = mx.BracketState(op=OperatorCache(local_window_softmax(32, seed=3)), eps_list=[0.35, 0.25], mode=mode,
+                        timer=mx.Timer())
+    mx.scan_baseline(s)
+    mx.tail_certificates(s)
+    mx.decoder_certificates(s)
+    assert got == [mode == "fast"] * 2

@@ -88,3 +88,36 @@ def test_stall_at_its_limits_is_maxiter_or_no_rule():
     assert np.array_equal(minimize_cg(fun, W0, 200, stall=(7, -np.inf)), minimize_cg(fun, W0, 200))
     assert np.array_equal(smooth_decoder_w(M, W0.reshape(20, 4), 0.25, stall=(5, np.inf)),
                           smooth_decoder_w(M, W0.reshape(20, 4), 0.25, iters=5))
+
+
+def test_stop_ends_the_run_at_the_first_iteration_it_accepts():
+    rng = np.random.default_rng(13)
+    M = rng.dirichlet(np.full(20, 0.3), size=4)
+    W0 = np.linalg.pinv(M).ravel()
+    fun = _smoothed(M, 0.25, 0.05, 1e-3)
+    asked = []
+
+    def stop(k, x):
+        asked.append(k)
+        return k == 9
+
+    assert np.array_equal(minimize_cg(fun, W0, 200, stop=stop), minimize_cg(fun, W0, 9))
+    assert asked == list(range(1, 10))
+    assert np.array_equal(minimize_cg(fun, W0, 50, stop=lambda k, x: False), minimize_cg(fun, W0, 50))
+
+
+def test_enough_stops_the_smoothed_fit_once_its_float64_value_is_low_enough():
+    from softrank.fastpath.float64 import decoder_value
+
+    rng = np.random.default_rng(14)
+    M = rng.dirichlet(np.full(30, 0.2), size=4)
+    W0 = np.linalg.pinv(M) * (1 + 0.3 * rng.normal(size=(30, 4)))
+    rows = np.arange(4)
+    full = smooth_decoder_w(M, W0, 0.2)
+    start, best = decoder_value(M, rows, W0, 0.2), decoder_value(M, rows, full, 0.2)
+    assert best < start
+    goal = (start + best) / 2
+    early = smooth_decoder_w(M, W0, 0.2, enough=goal)
+    assert decoder_value(M, rows, early, 0.2) <= goal  # reached, and stopped there: not the full fit
+    assert not np.array_equal(early, full)
+    assert np.array_equal(smooth_decoder_w(M, W0, 0.2, enough=-1.0), full)  # never reached: the whole fit

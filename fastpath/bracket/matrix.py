@@ -1,7 +1,6 @@
 """Float64 brackets [L, U] of ``r_eps(A)`` and verdicts at rank budgets.
 
-``bracket_matrix(A, eps_list)`` runs the upper constructions (``fastpath/upper/constructions.py``,
-``fastpath/upper/rank_search.py``, ``fastpath/upper/refine.py``) and the lower certificates
+``bracket_matrix(A, eps_list)`` runs the upper constructions (``fastpath/upper/``) and the lower certificates
 (``fastpath/lower/certificates.py``, ``fastpath/lower/decoder.py``) on one operator and returns, per eps, the best
 checked witness, the certificates that achieve the largest lower end, and the baseline (truncated
 SVD upper, Frobenius-tail lower) on the same operator.  Records and stores are bracketed by
@@ -13,8 +12,8 @@ larger one):
 
 1. ``scan_baseline``         SVD and truncated-SVD scan (the baseline upper end);
 2. ``tail_certificates``     Frobenius (the baseline lower end) and projected tails;
-3. ``decoder_certificates``  decoders, each eps started from the set of the next larger eps
-                             (fast mode: LP growth tries the rows farthest from the set's span first);
+3. ``decoder_certificates``  decoders, each eps started from the set of the next larger eps (fast
+                             mode: LP growth tries the rows farthest from the set's span first);
 4. ``search_constructions``  each later construction's least rank in the range left open;
 5. ``minimax_witnesses``     (fast mode) the budgeted smoothed-minimax descent from the best
                              witness (``fastpath/upper/minimax.py``), smallest eps first, on the
@@ -24,8 +23,7 @@ larger one):
 6. ``grow_decoders``         decoder growth past the LP's reach, where it can resolve the bracket
                              (fast mode: on toward U / ``GROWTH_RATIO``, up to
                              ``growth_cap`` rows, each fit's stages stopped early by
-                             ``decoder.GIVE_UP`` and ``decoder.STALL``, each fit ended once
-                             its value is <= ``decoder.ENOUGH``, from a bordered start);
+                             ``decoder.GIVE_UP``, ``STALL`` and ``ENOUGH``, bordered starts);
    ``resolve_witnesses``     (fast mode) a second descent where the bracket is still unresolved;
 7. ``share_witnesses``       a witness checked at a smaller eps serves a larger one.
 

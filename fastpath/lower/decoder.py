@@ -21,7 +21,7 @@ from scipy.optimize import linprog, minimize
 
 from softrank.fastpath.lower import decoder_greedy as greedy
 from softrank.fastpath.lower.decoder_oracle import set_oracle
-from softrank.fastpath.lower.conjugate_gradients import minimize_cg
+from softrank.fastpath.lower.decoder_smooth import ENOUGH_EVERY, SMOOTH_ITERS, SMOOTH_STAGES, smooth_decoder_w  # noqa: F401
 from softrank.fastpath.float64 import MARGIN, decoder_value
 from softrank.fastpath.lower.certificates import Certificate
 from softrank.fastpath.operator_cache import OperatorCache
@@ -33,12 +33,9 @@ LP_WORK = 16 * 16 * 256  # decoder LPs only for p^2 N <= LP_WORK (p <= 16 at N =
 LP_MAX_COLS = 256  # decoder LP: W supported on at most this many columns (the largest of A_S)
 GROW_TRIES = 20  # step 3 of decoder_certificate: candidate rows tried with the LP ...
 GROW_PATIENCE = 5  # ... stopping after this many failures in a row
-SMOOTH_STAGES = ((0.05, 1e-3), (0.02, 3e-4), (0.005, 1e-4))  # (mu, delta) of the smoothed value
-SMOOTH_ITERS = 300  # nonlinear CG iterations per stage
 GIVE_UP = (1.08, 1.02)  # a candidate's smoothed fit stops after stage 1 / 2 above these values (on the
 #                        MiniLM panel 1.15 / 1.05 and these gave the same brackets but one lower end)
-ENOUGH = 0.99  # fast mode: a candidate's smoothed fit stops once its float64 value is <= this ...
-ENOUGH_EVERY = 5  # ... checked every this many CG iterations
+ENOUGH = 0.99  # fast mode: a candidate's smoothed fit stops once its float64 value is <= this
 STALL = (30, 1e-3)  # fast mode: a CG stage stops once its value fell by less than 1e-3 in 30 iterations
 SMOOTH_TRIES = 16  # grow_decoder_smooth: candidate rows tried ...
 SMOOTH_PATIENCE = 4  # ... stopping after this many failures in a row
@@ -268,61 +265,6 @@ def with_lp_decoder(op: OperatorCache, cert: Certificate, eps: float) -> Certifi
 # ----------------------------------------------------------------------------------------------
 # decoder growth beyond the LP's reach: smoothed value, nonlinear conjugate gradients
 # ----------------------------------------------------------------------------------------------
-
-
-def _lse_softmax(x: np.ndarray) -> tuple[float, np.ndarray]:
-    """log(sum(exp(x))) and softmax(x), max-shifted."""
-    top = float(x.max())
-    e = np.exp(x - top)
-    total = float(e.sum())
-    return top + float(np.log(total)), e / total
-
-
-def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_STAGES,
-                     iters: int = SMOOTH_ITERS, give_up=(), stall: tuple[int, float] | None = None,
-                     enough: float | None = None) -> np.ndarray:
-    """A heuristic W for fixed rows M = A_S (p x N), started from ``W0``: minimise a smoothed
-    ``max_i ||(M W - I)_i||_1 + eps max_j ||W_j||_1`` (max -> mu logsumexp(./mu),
-    |x| -> sqrt(x^2 + delta^2) - delta) by scipy's nonlinear conjugate gradients, for a decreasing
-    sequence of (mu, delta).  Any W is allowed by Lemma D, so the caller checks the exact float64
-    value; used where the LP (p^2 N residual rows) is too slow.  ``give_up``: after stage i, the
-    W so far is returned when its exact value is above ``give_up[i]`` (a fit that far above 1
-    never came below it in the later stages: ``GIVE_UP``).  ``stall``: the stopping rule of
-    ``minimize_cg`` added to each stage (``STALL``; None: scipy's CG unchanged)."""
-    p, n = M.shape
-    eye = np.eye(p)
-    W = np.array(W0, dtype=np.float64)
-    every = ENOUGH_EVERY
-    rows = np.arange(p)
-    reached = [False]
-
-    def stop(k, x):
-        if enough is None or k % every:
-            return False
-        reached[0] = decoder_value(M, rows, x.reshape(n, p), eps) <= enough
-        return reached[0]
-
-    for i, (mu, delta) in enumerate(stages):
-        if 0 < i <= len(give_up) and decoder_value(M, np.arange(p), W, eps) > give_up[i - 1]:
-            break
-        def value_and_grad(w, mu=mu, delta=delta):
-            Wm = w.reshape(n, p)
-            R = M @ Wm - eye
-            sR = np.sqrt(R * R + delta * delta)
-            sW = np.sqrt(Wm * Wm + delta * delta)
-            r = sR.sum(axis=1) - p * delta
-            b = sW.sum(axis=1) - p * delta
-            lr, pr = _lse_softmax(r / mu)
-            lb, pb = _lse_softmax(b / mu)
-            f = mu * lr + eps * mu * lb
-            g = M.T @ (pr[:, None] * (R / sR)) + eps * pb[:, None] * (Wm / sW)
-            return f, g.ravel()
-        x = minimize_cg(value_and_grad, W.ravel(), iters, stall, stop)  # without stall/stop: scipy's CG
-        if np.all(np.isfinite(x)):
-            W = x.reshape(n, p)
-        if reached[0]:
-            break
-    return W
 
 
 def bordered_start(M: np.ndarray, W_prev: np.ndarray) -> np.ndarray | None:

@@ -32,7 +32,10 @@ def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_ST
     value; used where the LP (p^2 N residual rows) is too slow.  ``give_up``: after stage i, the
     W so far is returned when its exact value is above ``give_up[i]`` (a fit that far above 1
     never came below it in the later stages: ``GIVE_UP``).  ``stall``: the stopping rule of
-    ``minimize_cg`` added to each stage (``STALL``; None: scipy's CG unchanged)."""
+    ``minimize_cg`` added to each stage (``STALL``; None: scipy's CG unchanged).  ``enough``: the
+    fit ends, in whatever stage, at the first iterate (checked every ``ENOUGH_EVERY`` iterations)
+    whose exact float64 value is <= ``enough`` (``ENOUGH`` in fast mode: a valid W is all growth
+    needs; the next row's fit goes on improving it)."""
     p, n = M.shape
     eye = np.eye(p)
     W = np.array(W0, dtype=np.float64)

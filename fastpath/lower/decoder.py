@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog, minimize
+from scipy.optimize import linprog
 
 from softrank.fastpath.lower import decoder_greedy as greedy
 from softrank.fastpath.lower.decoder_oracle import set_oracle

@@ -39,18 +39,17 @@ def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_ST
     p, n = M.shape
     eye = np.eye(p)
     W = np.array(W0, dtype=np.float64)
-    every = ENOUGH_EVERY
     rows = np.arange(p)
     reached = [False]
 
     def stop(k, x):
-        if enough is None or k % every:
+        if enough is None or k % ENOUGH_EVERY:
             return False
         reached[0] = decoder_value(M, rows, x.reshape(n, p), eps) <= enough
         return reached[0]
 
     for i, (mu, delta) in enumerate(stages):
-        if 0 < i <= len(give_up) and decoder_value(M, np.arange(p), W, eps) > give_up[i - 1]:
+        if 0 < i <= len(give_up) and decoder_value(M, rows, W, eps) > give_up[i - 1]:
             break
         def value_and_grad(w, mu=mu, delta=delta):
             Wm = w.reshape(n, p)

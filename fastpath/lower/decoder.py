@@ -292,15 +292,18 @@ def _no_decoder(op: OperatorCache, cand: np.ndarray, eps: float) -> bool:
 def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: int,
                         tries: int = SMOOTH_TRIES, patience: int = SMOOTH_PATIENCE, give_up=(),
                         subset_screen: bool = True, stall: tuple[int, float] | None = None,
-                        enough: float | None = None, bordered: bool = False) -> Certificate:
+                        enough: float | None = None, bordered: bool = False, lp_start: bool = True) -> Certificate:
     """From a valid decoder certificate, add rows (pivoted-QR order, then peaked rows) with W from
     ``smooth_decoder_w`` (the previous W plus a zero column as the start) while the float64 value
     stays <= 1 - MARGIN, until ``goal`` rows, ``tries`` candidates or ``patience`` failures in a
     row (``give_up``: see ``smooth_decoder_w``).  A candidate set is first screened by the set
     oracle (``_no_decoder``); sets of more than ``ORACLE_MAX_P`` rows only when ``subset_screen``
     (their subset screens rejected about one candidate in twenty on MiniLM heads and cost more than
-    the failed fits they saved).  ``stall``: passed to every ``smooth_decoder_w``.  Returns the
-    input certificate when nothing is added."""
+    the failed fits they saved).  ``stall``: passed to every ``smooth_decoder_w``.  ``lp_start``:
+    a start W that came from the set oracle is first replaced by the decoder LP's (``with_lp_decoder``;
+    without it the oracle's W is polished by the smoothed fit alone: on MiniLM heads the LP at
+    p = 16 cost 0.7 s and gave the same sets).  Returns the input certificate when nothing is
+    added."""
     A = op.A
     rows = np.asarray(cert.rows, dtype=np.int64)
     W = np.asarray(cert.W, dtype=np.float64)
@@ -313,7 +316,7 @@ def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: 
         if (subset_screen or len(cand) <= ORACLE_MAX_P) and _no_decoder(op, cand, eps):
             return np.inf, None  # eps*(S) <= eps: no W works (the smoothed fit would fail too)
         if start["W"] is None:
-            base = with_lp_decoder(op, cert, eps)
+            base = with_lp_decoder(op, cert, eps) if lp_start else cert
             W0 = np.asarray(base.W, dtype=np.float64)
             Wp = smooth_decoder_w(A[rows], W0, eps, stall=stall)
             start["W"] = Wp if decoder_value(A, rows, Wp, eps) < decoder_value(A, rows, W0, eps) else W0

@@ -353,8 +353,8 @@ def test_a_bracket_left_unresolved_after_growth_gets_a_second_descent(monkeypatc
 
 @pytest.mark.parametrize("mode", ["fast", "basic"])
 def test_grow_decoders_gives_fast_mode_the_early_give_up_and_no_subset_screens(monkeypatch, mode):
-    """Fast mode grows with ``GIVE_UP``, ``STALL``, ``ENOUGH``, bordered starts and without the
-    subset screens; basic mode is the earlier growth step for step (none of these, every set
+    """Fast mode grows with ``GIVE_UP``, ``STALL``, ``ENOUGH``, bordered starts, without the
+    subset screens and without the decoder LP's start W; basic mode is the earlier growth step for step (none of these, every set
     screened)."""
     import types
 
@@ -375,8 +375,9 @@ def test_grow_decoders_gives_fast_mode_the_early_give_up_and_no_subset_screens(m
     s.best[0.25] = types.SimpleNamespace(rank=min(A.shape[0], 3 * s.lower[0.25] + 3), error=0.0)
     mx.grow_decoders(s)
     assert got == ([{"give_up": dec.GIVE_UP, "subset_screen": False, "stall": dec.STALL, "enough": dec.ENOUGH,
-                     "bordered": True}] if mode == "fast"
-                   else [{"give_up": (), "subset_screen": True, "stall": None, "enough": None, "bordered": False}])
+                     "bordered": True, "lp_start": False}] if mode == "fast"
+                   else [{"give_up": (), "subset_screen": True, "stall": None, "enough": None, "bordered": False,
+                          "lp_start": True}])
 
 
 @pytest.mark.parametrize("mode", ["fast", "basic"])

@@ -207,7 +207,7 @@ class SetOracle:
         if b is None:
             b = self._implied(key, rows)
             if eps is not None and not _decides(b, eps) and len(rows) >= 2 * (SCREEN_ROWS + 1):
-                self._screen(rows)
+                self._screen(rows, eps)
                 b = self._implied(key, rows)
             if eps is not None and _decides(b, eps):
                 return b
@@ -219,13 +219,15 @@ class SetOracle:
         self.known[key] = b
         return b
 
-    def _screen(self, rows: np.ndarray) -> None:
-        """Bracket a small subset: the last row with the rows most like it (largest overlap
-        ``sum_j min(a_i, a_k)``); eps* of a subset bounds eps* of the set from above."""
+    def _screen(self, rows: np.ndarray, eps: float) -> None:
+        """Bracket a small subset at ``eps``: the last row with the rows most like it (largest
+        overlap ``sum_j min(a_i, a_k)``); eps* of a subset bounds eps* of the set from above.  The
+        subset's LPs stop as soon as its bracket decides ``eps`` (its first, early-stopped LP does
+        nearly always: a complete LP after it cost as much again and decided no more sets)."""
         last = rows[-1]
         overlap = np.minimum(self.A[rows[:-1]], self.A[last]).sum(axis=1)
         sub = np.append(rows[:-1][np.argsort(-overlap, kind="stable")[:SCREEN_ROWS]], last)
-        self.bracket(sub)
+        self.bracket(sub, eps)
 
     def _implied(self, key: frozenset, rows: np.ndarray) -> SetBracket:
         """The bracket implied by the known subsets (ub) and supersets (lb, with their D)."""

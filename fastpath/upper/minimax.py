@@ -80,23 +80,81 @@ def adam_step(P: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, t: int
     P -= lr * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-12)
 
 
+class _Buffers:
+    """The work arrays of one float32 run, allocated once: every iteration writes into them with
+    ``out=`` (the same operations in the same order as the plain expressions, so the same
+    values bit for bit; ``tests/fastpath/test_minimax.py`` compares them)."""
+
+    def __init__(self, m: int, n: int, k: int):
+        self.R = np.empty((m, n), np.float32)  # A - X Y^T
+        self.S = np.empty((m, n), np.float32)  # |R|, then sqrt(R^2 + delta^2) and the weighted R / S
+        self.gX, self.tX, self.uX = (np.empty((m, k), np.float32) for _ in range(3))
+        self.gY, self.tY, self.uY = (np.empty((n, k), np.float32) for _ in range(3))
+
+
+def adam_step_into(P: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, t: int, lr: float,
+                   tmp: np.ndarray, tmp2: np.ndarray) -> None:
+    """``adam_step`` with the work arrays ``tmp`` and ``tmp2`` (P's shape): the same values."""
+    m *= 0.9
+    np.multiply(g, 0.1, out=tmp)
+    m += tmp
+    v *= 0.999
+    np.multiply(g, 0.001, out=tmp)
+    tmp *= g
+    v += tmp
+    np.divide(m, 1 - 0.9 ** t, out=tmp)
+    np.divide(v, 1 - 0.999 ** t, out=tmp2)
+    np.sqrt(tmp2, out=tmp2)
+    tmp2 += 1e-12
+    tmp *= lr
+    tmp /= tmp2
+    P -= tmp
+
+
+def _gradients(R: np.ndarray, S: np.ndarray, a: np.ndarray, err: float, X: np.ndarray, Y: np.ndarray,
+               b: _Buffers, slack: float, dd, mu) -> None:
+    """b.gX, b.gY: the gradient of the smoothed maximum over the rows within ``slack`` of ``err``."""
+    act = np.flatnonzero(a >= err - slack)
+    every = len(act) == R.shape[0]
+    Ra = R if every else R[act]
+    Sa = S if every else np.empty_like(Ra)
+    np.multiply(Ra, Ra, out=Sa)
+    Sa += dd
+    np.sqrt(Sa, out=Sa)
+    r = Sa.sum(axis=1)
+    w = np.exp((r - r.max()) / mu)
+    np.divide(Ra, Sa, out=Sa)
+    Sa *= (w / w.sum())[:, None]  # G: minus the gradient of f with respect to X Y^T
+    if every:
+        np.matmul(Sa, Y, out=b.gX)
+        np.negative(b.gX, out=b.gX)
+        np.matmul(Sa.T, X, out=b.gY)
+    else:
+        b.gX.fill(0.0)
+        b.gX[act] = -(Sa @ Y)
+        np.matmul(Sa.T, X[act], out=b.gY)
+    np.negative(b.gY, out=b.gY)
+
+
 def minimax_run(A: np.ndarray, X: np.ndarray, Y: np.ndarray, target: float, cap: int,
                 s: DescentSettings = DescentSettings()) -> tuple[float, np.ndarray, np.ndarray, int]:
     """One float32 run of at most ``cap`` iterations from (X, Y) (see the module docstring).
     Returns (float64 error of the best iterate, X, Y as float64, iterations used)."""
     A32 = np.asarray(A, dtype=np.float32)
     X, Y = np.array(X, dtype=np.float32), np.array(Y, dtype=np.float32)
+    b = _Buffers(A32.shape[0], A32.shape[1], X.shape[1])
     aim = target * (1 - AIM)
     mX, vX, mY, vY = (np.zeros_like(X), np.zeros_like(X), np.zeros_like(Y), np.zeros_like(Y))
     best, lr, since = (np.inf, X.copy(), Y.copy()), s.lr, 0
     seen: dict[int, float] = {}
     slack = s.band * s.mu + A.shape[1] * s.delta
-    dd = np.float32(s.delta * s.delta)
+    dd, mu = np.float32(s.delta * s.delta), np.float32(s.mu)
     t = 0
     with np.errstate(over="ignore", invalid="ignore"):
         for t in range(1, max(cap, 0) + 1):
-            R = A32 - X @ Y.T
-            a = np.abs(R).sum(axis=1)
+            np.matmul(X, Y.T, out=b.R)
+            np.subtract(A32, b.R, out=b.R)
+            a = np.abs(b.R, out=b.S).sum(axis=1)
             err = float(a.max())
             if not np.isfinite(err):
                 break
@@ -115,17 +173,9 @@ def minimax_run(A: np.ndarray, X: np.ndarray, Y: np.ndarray, target: float, cap:
                 lr, since = lr / 2, 0
                 if lr < s.min_lr:
                     break
-            act = np.flatnonzero(a >= err - slack)
-            Ra = R[act]
-            S = np.sqrt(Ra * Ra + dd)
-            r = S.sum(axis=1)
-            w = np.exp((r - r.max()) / np.float32(s.mu))
-            G = (w / w.sum())[:, None] * (Ra / S)  # minus the gradient of f with respect to X Y^T
-            gX = np.zeros_like(X)
-            gX[act] = -(G @ Y)
-            gY = -(G.T @ X[act])
-            adam_step(X, gX, mX, vX, t, lr)
-            adam_step(Y, gY, mY, vY, t, lr)
+            _gradients(b.R, b.S, a, err, X, Y, b, slack, dd, mu)
+            adam_step_into(X, b.gX, mX, vX, t, lr, b.tX, b.uX)
+            adam_step_into(Y, b.gY, mY, vY, t, lr, b.tY, b.uY)
     X64, Y64 = np.ascontiguousarray(best[1], dtype=np.float64), np.ascontiguousarray(best[2], dtype=np.float64)
     return max_row_l1(A, X64, Y64), X64, Y64, t
 

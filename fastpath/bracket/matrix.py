@@ -297,7 +297,8 @@ def grow_decoders(s: BracketState) -> None:
             fast = s.mode == "fast"
             c = dec.grow_decoder_smooth(s.op, start, e, goal, give_up=dec.GIVE_UP if fast else (), subset_screen=not fast,
                                         stall=dec.STALL if fast else None, enough=dec.ENOUGH if fast else None,
-                                        bordered=fast, lp_start=not fast)
+                                        bordered=fast, lp_start=not fast,
+                                        screen_max_p=dec.FAST_SCREEN_MAX_P if fast else None)
             if c.lower > s.lower[e]:
                 s.add_certificate(e, c)
                 grown = c

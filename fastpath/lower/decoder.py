@@ -40,6 +40,8 @@ STALL = (30, 1e-3)  # fast mode: a CG stage stops once its value fell by less th
 SMOOTH_TRIES = 16  # grow_decoder_smooth: candidate rows tried ...
 SMOOTH_PATIENCE = 4  # ... stopping after this many failures in a row
 ORACLE_MAX_P = 20  # smoothed growth: candidate sets up to this size are first bracketed by the set oracle
+FAST_SCREEN_MAX_P = 16  # ... in fast mode only up to this size (on the default panel the screens of 17 to 20
+#                         rows changed no bracket and cost 5% of the MiniLM CPU; 0 changed none either)
 SCREEN_SIZES = (4, 8)  # ... larger ones by subsets of these sizes (the new row and the rows most like it)
 LP_METHOD = "highs-ipm"  # interior point + crossover: 4-7x faster than dual simplex at p >= 20
 
@@ -292,12 +294,14 @@ def _no_decoder(op: OperatorCache, cand: np.ndarray, eps: float) -> bool:
 def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: int,
                         tries: int = SMOOTH_TRIES, patience: int = SMOOTH_PATIENCE, give_up=(),
                         subset_screen: bool = True, stall: tuple[int, float] | None = None,
-                        enough: float | None = None, bordered: bool = False, lp_start: bool = True) -> Certificate:
+                        enough: float | None = None, bordered: bool = False, lp_start: bool = True,
+                        screen_max_p: int | None = None) -> Certificate:
     """From a valid decoder certificate, add rows (pivoted-QR order, then peaked rows) with W from
     ``smooth_decoder_w`` (the previous W plus a zero column as the start) while the float64 value
     stays <= 1 - MARGIN, until ``goal`` rows, ``tries`` candidates or ``patience`` failures in a
     row (``give_up``: see ``smooth_decoder_w``).  A candidate set is first screened by the set
-    oracle (``_no_decoder``); sets of more than ``ORACLE_MAX_P`` rows only when ``subset_screen``
+    oracle (``_no_decoder``) when it has at most ``screen_max_p`` rows (default ``ORACLE_MAX_P``);
+    sets of more than ``ORACLE_MAX_P`` rows only when ``subset_screen``
     (their subset screens rejected about one candidate in twenty on MiniLM heads and cost more than
     the failed fits they saved).  ``stall``: passed to every ``smooth_decoder_w``.  ``lp_start``:
     a start W that came from the set oracle is first replaced by the decoder LP's (``with_lp_decoder``;
@@ -311,9 +315,10 @@ def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: 
     if not _ok(val):
         return cert
     start = {"W": None}  # the start W polished on first use: it leaves room for the next rows
+    screen_max_p = ORACLE_MAX_P if screen_max_p is None else screen_max_p
 
     def fit(cand, W_prev):
-        if (subset_screen or len(cand) <= ORACLE_MAX_P) and _no_decoder(op, cand, eps):
+        if (subset_screen or len(cand) <= screen_max_p) and _no_decoder(op, cand, eps):
             return np.inf, None  # eps*(S) <= eps: no W works (the smoothed fit would fail too)
         if start["W"] is None:
             base = with_lp_decoder(op, cert, eps) if lp_start else cert

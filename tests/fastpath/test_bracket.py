@@ -245,7 +245,7 @@ def test_smooth_decoder_growth_adds_rows_past_the_lp():
 
 def test_smooth_decoder_growth_screens_only_small_sets_without_subset_screens(monkeypatch):
     """With ``subset_screen=False`` the set oracle screens candidate sets of at most ORACLE_MAX_P
-    rows only; the rows added are the same as with every set screened (a screened-out set is one
+    rows (``screen_max_p`` when given) only; the rows added are the same as with every set screened (a screened-out set is one
     no W fits, so its fit fails too), and the certificate holds in float64."""
     A = local_window_softmax(64, seed=0)
     eps = 0.25
@@ -268,6 +268,12 @@ def test_smooth_decoder_growth_screens_only_small_sets_without_subset_screens(mo
     check_certificate_float64(A, eps, small)
     assert small.lower > base.lower + 2
     assert np.array_equal(small.rows, every.rows)
+    seen.clear()
+    fewer = dec.grow_decoder_smooth(OperatorCache(A), base, eps, goal=base.lower + 6, subset_screen=False,
+                                    screen_max_p=base.lower + 1)
+    assert seen and max(seen) == base.lower + 1  # screen_max_p replaces ORACLE_MAX_P
+    check_certificate_float64(A, eps, fewer)
+    assert fewer.lower > base.lower + 2
 
 
 def test_smooth_decoder_growth_returns_input_for_invalid_start():
@@ -375,9 +381,9 @@ def test_grow_decoders_gives_fast_mode_the_early_give_up_and_no_subset_screens(m
     s.best[0.25] = types.SimpleNamespace(rank=min(A.shape[0], 3 * s.lower[0.25] + 3), error=0.0)
     mx.grow_decoders(s)
     assert got == ([{"give_up": dec.GIVE_UP, "subset_screen": False, "stall": dec.STALL, "enough": dec.ENOUGH,
-                     "bordered": True, "lp_start": False}] if mode == "fast"
+                     "bordered": True, "lp_start": False, "screen_max_p": dec.FAST_SCREEN_MAX_P}] if mode == "fast"
                    else [{"give_up": (), "subset_screen": True, "stall": None, "enough": None, "bordered": False,
-                          "lp_start": True}])
+                          "lp_start": True, "screen_max_p": None}])
 
 
 @pytest.mark.parametrize("mode", ["fast", "basic"])

@@ -54,8 +54,7 @@ from softrank.fastpath.upper.refine import descend, shrink
 
 DEFAULT_EPS = (0.15, 0.25, 0.35)
 BUDGETS = (8, 16, 32)
-FAST_ORDER = ("rpqr", "cpqr")  # fast mode: the minimax descent starts from their best (rwsvd: no
-#                               better bracket on the default panel, 7% of the MiniLM CPU)
+FAST_ORDER = ("rpqr", "cpqr")  # fast mode: the descent starts from their best (rwsvd: 7% of CPU, no gain)
 BASIC_ORDER = ("rpqr", "cpqr", "rwsvd", "altl1")
 ALL_CONSTRUCTIONS = ("tsvd", "rwsvd", "altl1", "cpqr", "rpqr", "reprows")
 L1_CONSTRUCTIONS = ("altl1", "reprows")  # l1 fits: cost ~ m N k^2 per sweep
@@ -296,9 +295,8 @@ def grow_decoders(s: BracketState) -> None:
                 continue
             fast = s.mode == "fast"
             c = dec.grow_decoder_smooth(s.op, start, e, goal, give_up=dec.GIVE_UP if fast else (), subset_screen=not fast,
-                                        stall=dec.STALL if fast else None, enough=dec.ENOUGH if fast else None,
-                                        bordered=fast, lp_start=not fast,
-                                        screen_max_p=dec.FAST_SCREEN_MAX_P if fast else None)
+                                        stall=dec.STALL if fast else None, enough=dec.ENOUGH if fast else None, bordered=fast,
+                                        lp_start=not fast, screen_max_p=dec.FAST_SCREEN_MAX_P if fast else None)
             if c.lower > s.lower[e]:
                 s.add_certificate(e, c)
                 grown = c

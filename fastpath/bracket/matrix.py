@@ -21,7 +21,7 @@ larger one):
    ``refine_witnesses``      (basic mode, instead) alternating-l1 one-rank steps down to
                              ``L1_MAX_RANK``, large steps above;
 6. ``grow_decoders``         decoder growth past the LP's reach, where it can resolve the bracket
-                             (fast mode: on toward U / ``GROWTH_RATIO``, up to
+                             (fast mode: also where it cannot, on toward U / ``GROWTH_RATIO``, up to
                              ``growth_cap`` rows, each fit's stages stopped early by
                              ``decoder.GIVE_UP``, ``STALL`` and ``ENOUGH``, bordered starts);
    ``resolve_witnesses``     (fast mode) a second descent where the bracket is still unresolved;
@@ -282,7 +282,7 @@ def _growth_goal(s: BracketState, e: float) -> tuple[int, int]:
 
 
 def grow_decoders(s: BracketState) -> None:
-    """Decoder growth past the LP's reach, where it can resolve the bracket (toward ``_growth_goal``)."""
+    """Growth toward ``_growth_goal`` where resolving takes <= ``SMOOTH_TRIES`` rows (fast: always)."""
     with s.timer("decoder"):
         grown = None  # a decoder valid at a larger eps is valid here too
         for e in s.eps_list:
@@ -291,9 +291,9 @@ def grow_decoders(s: BracketState) -> None:
             resolve, goal = _growth_goal(s, e)
             cands = [c for c in s.certs[e] if c.kind == "decoder"] + ([grown] if grown is not None else [])
             start = max(cands, key=lambda c: c.lower, default=None)
-            if start is None or goal <= s.lower[e] or resolve - s.lower[e] > dec.SMOOTH_TRIES:
-                continue
             fast = s.mode == "fast"
+            if start is None or goal <= s.lower[e] or (not fast and resolve - s.lower[e] > dec.SMOOTH_TRIES):
+                continue
             c = dec.grow_decoder_smooth(s.op, start, e, goal, give_up=dec.GIVE_UP if fast else (), subset_screen=not fast,
                                         stall=dec.STALL if fast else None, enough=dec.ENOUGH if fast else None, bordered=fast,
                                         lp_start=not fast, screen_max_p=dec.FAST_SCREEN_MAX_P if fast else None)

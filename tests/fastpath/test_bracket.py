@@ -358,6 +358,29 @@ def test_a_bracket_left_unresolved_after_growth_gets_a_second_descent(monkeypatc
 
 
 @pytest.mark.parametrize("mode", ["fast", "basic"])
+def test_fast_mode_grows_where_resolving_takes_more_rows_than_growth_may_try(monkeypatch, mode):
+    """A bracket whose resolving lower end is more than ``SMOOTH_TRIES`` rows away: basic mode
+    leaves it, fast mode grows toward its goal (the rows it adds may narrow it)."""
+    import types
+
+    from softrank.fastpath.bracket import matrix as mx
+
+    goals = []
+    monkeypatch.setattr(dec, "grow_decoder_smooth", lambda op, start, e, goal, **kw: goals.append(goal) or start)
+    rng = np.random.default_rng(4)
+    A = rowsoftmax64(1.5 * rng.standard_normal((96, 4)) @ rng.standard_normal((4, 96)))  # low rank: small L
+    s = mx.BracketState(op=OperatorCache(A), eps_list=[0.25], mode=mode, timer=mx.Timer())
+    mx.scan_baseline(s)
+    mx.tail_certificates(s)
+    mx.decoder_certificates(s)
+    s.best[0.25] = types.SimpleNamespace(rank=96, error=0.0)  # an upper end far above it
+    resolve, goal = mx._growth_goal(s, 0.25)
+    assert resolve - s.lower[0.25] > dec.SMOOTH_TRIES and goal > s.lower[0.25]
+    mx.grow_decoders(s)
+    assert goals == ([goal] if mode == "fast" else [])
+
+
+@pytest.mark.parametrize("mode", ["fast", "basic"])
 def test_grow_decoders_gives_fast_mode_the_early_give_up_and_no_subset_screens(monkeypatch, mode):
     """Fast mode grows with ``GIVE_UP``, ``STALL``, ``ENOUGH``, bordered starts, without the
     subset screens and without the decoder LP's start W; basic mode is the earlier growth step for step (none of these, every set

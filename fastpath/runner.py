@@ -6,7 +6,8 @@
   (``scheduler`` None or ``"local"``) or the running scheduler at ADDRESS (whose workers must see
   the same files at the same paths).  As many tasks as the cluster has threads are submitted
   at a time (the next one as each finishes), so a store of any size never floods the scheduler and
-  no worker holds a queued task while another is idle.  With a ``deadline``
+  no worker holds a queued task while another is idle; ``RecordsJob.run`` with a ``cost`` sends
+  the records largest first.  With a ``deadline``
   (``time.time()`` seconds) no task starts after it.
 - ``Journal``: one JSON file per finished item in a folder (``OUT/.partial/``), each written
   atomically and durably (``files.write_text``), so a run killed at any point, even by SIGKILL,
@@ -241,11 +242,17 @@ class RecordsJob:
 
     def run(self, func, task_of: Callable[[str], object], *, jobs: int = 1, scheduler: str | None = None,
             progress: Callable[[int, int], None] | None = None, payloads: dict | None = None,
-            journal_if: Callable[[object], bool] | None = None, deadline: float | None = None) -> dict:
+            journal_if: Callable[[object], bool] | None = None, deadline: float | None = None,
+            cost: Callable[[str], float] | None = None) -> dict:
         """``name -> payload`` for every record: those of ``payloads`` (default: the resumed ones)
-        and ``func(task_of(folder))`` for the others; ``progress(done, total)`` after each."""
+        and ``func(task_of(folder))`` for the others; ``progress(done, total)`` after each.
+        ``cost(folder)``: an estimate of a record's work; on workers the records are then sent
+        largest first (longest-processing-time-first list scheduling: no long record is left to
+        run alone at the end), which changes no result, only the wall time."""
         payloads = dict(self.done if payloads is None else payloads)
         todo = [f for f in self.folders if Path(f).name not in payloads]
+        if cost is not None and (jobs > 1 or scheduler is not None) and len(todo) > 1:
+            todo.sort(key=lambda f: -cost(f))  # stable: equal estimates keep the store's order
         for i, payload in run_tasks(func, [task_of(f) for f in todo], jobs=jobs, scheduler=scheduler,
                                     deadline=deadline):
             name = Path(todo[i]).name

@@ -176,3 +176,17 @@ def test_float_tolerances_from_python_are_the_decimals_they_print_as(tmp_path):
     assert [t["eps"] for t in doc["tolerances"]] == ["0.15", "0.25"]
     assert [t.eps for t in read_record(list_records(store)[0]).tolerances] == [Fraction(3, 20), Fraction(1, 4)]
     assert [r["eps"] for r in csv.DictReader(open(store / "bracket.csv"))] == ["0.15", "0.25"]
+
+
+def test_bracket_cost_grows_with_the_rank_the_tolerance_needs_and_is_zero_for_an_unreadable_record(tmp_path):
+    from softrank.fastpath.bracket.store import bracket_cost
+
+    store = make_store(tmp_path / "store", count=2, n=24, seed=1)  # head 1 has the sharper softmax
+    low, high = list_records(store)
+    sv = np.linalg.svd(read_record(high).a_hat, compute_uv=False)
+    tail = np.sqrt(np.cumsum((sv * sv)[::-1]))[::-1]
+    assert bracket_cost(high, 0.15) == 24 * 24 * (int((tail > 0.15).sum()) + 1)
+    assert bracket_cost(high, 0.05) > bracket_cost(high, 0.35)  # a smaller eps needs a higher rank
+    (low / "record.json").write_text("{ truncated")
+    assert bracket_cost(low, 0.15) == 0.0
+    assert bracket_cost(tmp_path / "missing", 0.15) == 0.0

@@ -31,3 +31,18 @@ def test_in_process_and_on_dask_give_the_same_results_by_index():
     serial = dict(run_tasks(abs, [-t for t in tasks], jobs=1))
     parallel = dict(run_tasks(abs, [-t for t in tasks], jobs=2))
     assert serial == parallel == {i: i for i in tasks}
+
+
+def test_records_job_with_a_cost_sends_the_largest_records_first_and_keeps_every_result(tmp_path):
+    from softrank.fastpath.runner import RecordsJob
+
+    seconds = {"a": 0.05, "b": 0.6, "c": 0.05, "d": 0.4, "e": 0.05}
+    folders = [str(tmp_path / name) for name in seconds]
+    job = RecordsJob(folders)
+    out = job.run(_sleep_task, lambda f: seconds[f.rsplit("/", 1)[1]], jobs=2,
+                  cost=lambda f: seconds[f.rsplit("/", 1)[1]])
+    assert sorted(out) == sorted(seconds)
+    starts = sorted(out, key=lambda name: out[name][1])
+    assert set(starts[:2]) == {"b", "d"}, starts  # the two longest started first, one per worker
+    plain = RecordsJob(folders).run(_sleep_task, lambda f: seconds[f.rsplit("/", 1)[1]], jobs=2)
+    assert sorted(plain, key=lambda name: plain[name][1])[0] == "a"  # without a cost: the store's order

@@ -22,6 +22,34 @@ def _lse_softmax(x: np.ndarray) -> tuple[float, np.ndarray]:
     return top + float(np.log(total)), e / total
 
 
+def smoothed_value_and_grad(M: np.ndarray, Wm: np.ndarray, eye: np.ndarray, eps: float, mu: float,
+                            delta: float) -> tuple[float, np.ndarray]:
+    """The smoothed decoder value of W (N x p) for rows M and its gradient (flat)::
+
+        f = mu lse(r / mu) + eps mu lse(b / mu),  r_i = sum_k s(R_ik),  b_j = sum_k s(W_jk),
+        R = M W - I,  s(x) = sqrt(x^2 + delta^2) - delta
+
+    The N x p arrays are computed in one buffer, in place (the same operations in the same order
+    as the plain expressions, so the same values bit for bit; ``tests/fastpath/test_decoder_smooth.py``
+    compares them): they are most of the cost of decoder growth."""
+    p = M.shape[0]
+    R = M @ Wm - eye
+    sR = np.sqrt(R * R + delta * delta)
+    Q = np.multiply(Wm, Wm)
+    Q += delta * delta
+    np.sqrt(Q, out=Q)  # sqrt(W^2 + delta^2)
+    r = sR.sum(axis=1) - p * delta
+    b = Q.sum(axis=1) - p * delta
+    lr, pr = _lse_softmax(r / mu)
+    lb, pb = _lse_softmax(b / mu)
+    f = mu * lr + eps * mu * lb
+    np.divide(Wm, Q, out=Q)
+    Q *= eps * pb[:, None]
+    g = M.T @ (pr[:, None] * (R / sR))
+    g += Q
+    return f, g.ravel()
+
+
 def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_STAGES,
                      iters: int = SMOOTH_ITERS, give_up=(), stall: tuple[int, float] | None = None,
                      enough: float | None = None) -> np.ndarray:
@@ -52,17 +80,7 @@ def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_ST
         if 0 < i <= len(give_up) and decoder_value(M, rows, W, eps) > give_up[i - 1]:
             break
         def value_and_grad(w, mu=mu, delta=delta):
-            Wm = w.reshape(n, p)
-            R = M @ Wm - eye
-            sR = np.sqrt(R * R + delta * delta)
-            sW = np.sqrt(Wm * Wm + delta * delta)
-            r = sR.sum(axis=1) - p * delta
-            b = sW.sum(axis=1) - p * delta
-            lr, pr = _lse_softmax(r / mu)
-            lb, pb = _lse_softmax(b / mu)
-            f = mu * lr + eps * mu * lb
-            g = M.T @ (pr[:, None] * (R / sR)) + eps * pb[:, None] * (Wm / sW)
-            return f, g.ravel()
+            return smoothed_value_and_grad(M, w.reshape(n, p), eye, eps, mu, delta)
         x = minimize_cg(value_and_grad, W.ravel(), iters, stall, stop)  # without stall/stop: scipy's CG
         if np.all(np.isfinite(x)):
             W = x.reshape(n, p)

@@ -52,8 +52,8 @@ class DescentSettings:
     iters: int = 1500  # iterations of one run at most
     patience: int = 300  # iterations without a gain of 1e-5 before the step is halved
     min_lr: float = 1e-5  # a run stops when the step falls below this
-    window: int = 200  # stall stop: gain measured over this many iterations
-    check: int = 50  # ... recorded every this many iterations
+    window: int = 100  # stall stop: gain measured over this many iterations ...
+    check: int = 25  # ... recorded every this many (200 / 50 cost 2% more CPU on the MiniLM panel, no better end)
     band: float = 40.0  # rows within band * mu of the largest error enter the gradient
     step_fraction: float = 0.05  # first rank step, as a fraction of the rank
     quick: int = 100  # a success within this many iterations doubles the step ...

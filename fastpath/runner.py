@@ -252,7 +252,11 @@ class RecordsJob:
         payloads = dict(self.done if payloads is None else payloads)
         todo = [f for f in self.folders if Path(f).name not in payloads]
         if cost is not None and (jobs > 1 or scheduler is not None) and len(todo) > 1:
-            todo.sort(key=lambda f: -cost(f))  # stable: equal estimates keep the store's order
+            from threadpoolctl import threadpool_limits
+
+            with threadpool_limits(1):  # no BLAS threads of this process spinning beside the workers
+                weight = {f: cost(f) for f in todo}
+            todo.sort(key=lambda f: -weight[f])  # stable: equal estimates keep the store's order
         for i, payload in run_tasks(func, [task_of(f) for f in todo], jobs=jobs, scheduler=scheduler,
                                     deadline=deadline):
             name = Path(todo[i]).name

@@ -26,6 +26,7 @@ from softrank import __version__
 from softrank.exact.tolerance import Tolerance
 from softrank.fastpath.bracket.matrix import ALL_CONSTRUCTIONS, DEFAULT_EPS, EpsBracket, Timer, bracket_matrix, resolved
 from softrank.fastpath.capture.labels import record_label
+from softrank.fastpath.lower.certificates import tail_lower
 from softrank.fastpath.runner import Journal, RecordsJob
 from softrank.fastpath.store.files import output_folder, special_manifest, write_csv, write_json
 from softrank.fastpath.store.writer import RecordWriter, recover_store, write_index
@@ -98,8 +99,8 @@ def bracket_cost(folder, eps: float) -> float:
         s = np.linalg.svd(A, compute_uv=False)
     except (InputError, OSError, ValueError, np.linalg.LinAlgError):
         return 0.0
-    tail = np.sqrt(np.cumsum((s * s)[::-1]))[::-1]  # tail[k]: Frobenius error of the rank-k truncation
-    return float(A.shape[0] * A.shape[1] * (int((tail > eps).sum()) + 1))
+    k, _ = tail_lower(s, eps * eps)  # the ranks whose truncation misses eps in Frobenius norm
+    return float(A.shape[0] * A.shape[1] * (k + 1))
 
 
 def file_sha256(path) -> str:

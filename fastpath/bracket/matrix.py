@@ -282,7 +282,7 @@ def _growth_goal(s: BracketState, e: float) -> tuple[int, int]:
 
 
 def grow_decoders(s: BracketState) -> None:
-    """Growth toward ``_growth_goal`` where resolving takes <= ``SMOOTH_TRIES`` rows (fast: always)."""
+    """Growth toward ``_growth_goal`` where resolving takes <= ``SMOOTH_TRIES`` rows (fast: always, ``FAST_TRIES``)."""
     with s.timer("decoder"):
         grown = None  # a decoder valid at a larger eps is valid here too
         for e in s.eps_list:
@@ -290,13 +290,13 @@ def grow_decoders(s: BracketState) -> None:
                 s.add_certificate(e, grown)
             resolve, goal = _growth_goal(s, e)
             cands = [c for c in s.certs[e] if c.kind == "decoder"] + ([grown] if grown is not None else [])
-            start = max(cands, key=lambda c: c.lower, default=None)
-            fast = s.mode == "fast"
+            start, fast = max(cands, key=lambda c: c.lower, default=None), s.mode == "fast"
             if start is None or goal <= s.lower[e] or (not fast and resolve - s.lower[e] > dec.SMOOTH_TRIES):
                 continue
             c = dec.grow_decoder_smooth(s.op, start, e, goal, give_up=dec.GIVE_UP if fast else (), subset_screen=not fast,
                                         stall=dec.STALL if fast else None, enough=dec.ENOUGH if fast else None, bordered=fast,
-                                        lp_start=not fast, screen_max_p=dec.FAST_SCREEN_MAX_P if fast else None)
+                                        lp_start=not fast, screen_max_p=dec.FAST_SCREEN_MAX_P if fast else None,
+                                        tries=dec.FAST_TRIES if fast else dec.SMOOTH_TRIES)
             if c.lower > s.lower[e]:
                 s.add_certificate(e, c)
                 grown = c

@@ -54,7 +54,7 @@ class DescentSettings:
     min_lr: float = 1e-5  # a run stops when the step falls below this
     window: int = 100  # stall stop: gain measured over this many iterations ...
     check: int = 25  # ... recorded every this many (200 / 50 cost 2% more CPU on the MiniLM panel, no better end)
-    band: float = 40.0  # rows within band * mu of the largest error enter the gradient
+    band: float = 10.0  # rows within band * mu of the largest error enter the gradient (40: 6% more CPU on the MiniLM panel, no better end)
     step_fraction: float = 0.05  # first rank step, as a fraction of the rank
     quick: int = 100  # a success within this many iterations doubles the step ...
     step_cap: int = 16  # ... up to rank / step_cap (4: overshooting steps whose failed runs cost the most)

@@ -38,8 +38,8 @@ GIVE_UP = (1.08, 1.02)  # a candidate's smoothed fit stops after stage 1 / 2 abo
 ENOUGH = 0.99  # fast mode: a candidate's smoothed fit stops once its float64 value is <= this
 STALL = (30, 1e-3)  # fast mode: a CG stage stops once its value fell by less than 1e-3 in 30 iterations
 SMOOTH_TRIES = 16  # grow_decoder_smooth: candidate rows tried ...
-FAST_TRIES = 24  # ... in fast mode (on the MiniLM panel 16 stopped most growths at eps 0.15; 24: sum of L +0.5%, +4% CPU)
 SMOOTH_PATIENCE = 4  # ... stopping after this many failures in a row
+FAST_TRIES = 24  # candidate rows tried in fast mode (on the MiniLM panel 16 stopped most growths at eps 0.15; 24: sum of L +0.5%, +4% CPU)
 ORACLE_MAX_P = 20  # smoothed growth: candidate sets up to this size are first bracketed by the set oracle
 FAST_SCREEN_MAX_P = 16  # ... in fast mode only up to this size (on the default panel the screens of 17 to 20
 #                         rows changed no bracket and cost 5% of the MiniLM CPU; 0 changed none either)

@@ -47,14 +47,14 @@ WIDTH = 32  # an iteration at rank k costs max(k, WIDTH) / WIDTH budget units
 @dataclass(frozen=True)
 class DescentSettings:
     lr: float = 3e-4  # Adam step
-    mu: float = 0.002  # temperature of the smoothed maximum over rows
+    mu: float = 0.006  # temperature of the smoothed maximum over rows
     delta: float = 1e-4  # |x| -> sqrt(x^2 + delta^2)
     iters: int = 1500  # iterations of one run at most
     patience: int = 300  # iterations without a gain of 1e-5 before the step is halved
     min_lr: float = 1e-5  # a run stops when the step falls below this
     window: int = 100  # stall stop: gain measured over this many iterations ...
     check: int = 25  # ... recorded every this many (200 / 50 cost 2% more CPU on the MiniLM panel, no better end)
-    band: float = 10.0  # rows within band * mu of the largest error enter the gradient (40: 6% more CPU on the MiniLM panel, no better end)
+    band: float = 5.0  # rows within band * mu of the largest error enter the gradient
     step_fraction: float = 0.05  # first rank step, as a fraction of the rank
     quick: int = 100  # a success within this many iterations doubles the step ...
     step_cap: int = 16  # ... up to rank / step_cap (4: overshooting steps whose failed runs cost the most)

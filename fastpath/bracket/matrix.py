@@ -23,7 +23,7 @@ larger one):
 6. ``grow_decoders``         decoder growth past the LP's reach, where it can resolve the bracket
                              (fast mode: also where it cannot, on toward U / ``GROWTH_RATIO``, up to
                              ``growth_cap`` rows, each fit's stages stopped early by
-                             ``decoder.GIVE_UP``, ``STALL`` and ``ENOUGH``, bordered starts);
+                             ``decoder.growth_options``: early give-ups, stalls, bordered starts);
    ``resolve_witnesses``     (fast mode) a second descent where the bracket is still unresolved;
 7. ``share_witnesses``       a witness checked at a smaller eps serves a larger one.
 
@@ -293,10 +293,7 @@ def grow_decoders(s: BracketState) -> None:
             start, fast = max(cands, key=lambda c: c.lower, default=None), s.mode == "fast"
             if start is None or goal <= s.lower[e] or (not fast and resolve - s.lower[e] > dec.SMOOTH_TRIES):
                 continue
-            c = dec.grow_decoder_smooth(s.op, start, e, goal, give_up=dec.GIVE_UP if fast else (), subset_screen=not fast,
-                                        stall=dec.STALL if fast else None, enough=dec.ENOUGH if fast else None, bordered=fast,
-                                        lp_start=not fast, screen_max_p=dec.FAST_SCREEN_MAX_P if fast else None,
-                                        tries=dec.FAST_TRIES if fast else dec.SMOOTH_TRIES)
+            c = dec.grow_decoder_smooth(s.op, start, e, goal, **dec.growth_options(fast))
             if c.lower > s.lower[e]:
                 s.add_certificate(e, c)
                 grown = c

@@ -35,6 +35,7 @@ GROW_TRIES = 20  # step 3 of decoder_certificate: candidate rows tried with the 
 GROW_PATIENCE = 5  # ... stopping after this many failures in a row
 GIVE_UP = (1.08, 1.02)  # a candidate's smoothed fit stops after stage 1 / 2 above these values (on the
 #                        MiniLM panel 1.15 / 1.05 and these gave the same brackets but one lower end)
+GIVE_UP_EARLY = ((50, 1.55), (100, 1.3), (150, 1.2))  # ... and at these stage-1 iterations above these (MiniLM: -4.5% CPU)
 ENOUGH = 0.99  # fast mode: a candidate's smoothed fit stops once its float64 value is <= this
 STALL = (30, 1e-3)  # fast mode: a CG stage stops once its value fell by less than 1e-3 in 30 iterations
 SMOOTH_TRIES = 16  # grow_decoder_smooth: candidate rows tried ...
@@ -292,22 +293,29 @@ def _no_decoder(op: OperatorCache, cand: np.ndarray, eps: float) -> bool:
     return any(set_oracle(op).bracket(np.append(near[:size - 1], last), eps).ub <= eps for size in SCREEN_SIZES)
 
 
+def growth_options(fast: bool) -> dict:
+    """``grow_decoder_smooth``'s keyword arguments in the bracket's fast mode and in basic mode."""
+    return ({"give_up": GIVE_UP, "give_up_early": GIVE_UP_EARLY, "subset_screen": False, "stall": STALL, "enough": ENOUGH,
+             "bordered": True, "lp_start": False, "screen_max_p": FAST_SCREEN_MAX_P, "tries": FAST_TRIES} if fast else
+            {"give_up": (), "give_up_early": (), "subset_screen": True, "stall": None, "enough": None,
+             "bordered": False, "lp_start": True, "screen_max_p": None, "tries": SMOOTH_TRIES})
+
+
 def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: int,
                         tries: int = SMOOTH_TRIES, patience: int = SMOOTH_PATIENCE, give_up=(),
                         subset_screen: bool = True, stall: tuple[int, float] | None = None,
                         enough: float | None = None, bordered: bool = False, lp_start: bool = True,
-                        screen_max_p: int | None = None) -> Certificate:
+                        screen_max_p: int | None = None, give_up_early=()) -> Certificate:
     """From a valid decoder certificate, add rows (pivoted-QR order, then peaked rows) with W from
     ``smooth_decoder_w`` (the previous W plus a zero column as the start) while the float64 value
     stays <= 1 - MARGIN, until ``goal`` rows, ``tries`` candidates or ``patience`` failures in a
-    row (``give_up``: see ``smooth_decoder_w``).  A candidate set is first screened by the set
-    oracle (``_no_decoder``) when it has at most ``screen_max_p`` rows (default ``ORACLE_MAX_P``);
-    sets of more than ``ORACLE_MAX_P`` rows only when ``subset_screen``
-    (their subset screens rejected about one candidate in twenty on MiniLM heads and cost more than
-    the failed fits they saved).  ``stall``: passed to every ``smooth_decoder_w``.  ``lp_start``:
-    a start W that came from the set oracle is first replaced by the decoder LP's (``with_lp_decoder``;
-    without it the oracle's W is polished by the smoothed fit alone: on MiniLM heads the LP at
-    p = 16 cost 0.7 s and gave the same sets).  Returns the input certificate when nothing is
+    row (``give_up``, ``give_up_early``, ``stall``, ``enough``: see ``smooth_decoder_w``).  A
+    candidate set is first screened by the set oracle (``_no_decoder``) when it has at most
+    ``screen_max_p`` rows (default ``ORACLE_MAX_P``); larger sets only when ``subset_screen`` (on
+    MiniLM heads those screens rejected about one candidate in twenty and cost more than the failed
+    fits they saved).  ``lp_start``: a start W from the set oracle is first replaced by the decoder
+    LP's (``with_lp_decoder``; without it the smoothed fit alone polishes it: on MiniLM heads the
+    LP at p = 16 cost 0.7 s and gave the same sets).  Returns the input certificate when nothing is
     added."""
     A = op.A
     rows = np.asarray(cert.rows, dtype=np.int64)
@@ -333,7 +341,7 @@ def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: 
             Wb = bordered_start(A[cand], W_prev)
             if Wb is not None and decoder_value(A, cand, Wb, eps) < decoder_value(A, cand, W0, eps):
                 W0 = Wb
-        Wc = smooth_decoder_w(A[cand], W0, eps, give_up=give_up, stall=stall, enough=enough)
+        Wc = smooth_decoder_w(A[cand], W0, eps, give_up=give_up, stall=stall, enough=enough, give_up_early=give_up_early)
         return decoder_value(A, cand, Wc, eps), Wc
 
     rows, W, val = _grow(row_orders(op), rows, W, val, fit, goal, tries, patience)

@@ -52,7 +52,7 @@ def smoothed_value_and_grad(M: np.ndarray, Wm: np.ndarray, eye: np.ndarray, eps:
 
 def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_STAGES,
                      iters: int = SMOOTH_ITERS, give_up=(), stall: tuple[int, float] | None = None,
-                     enough: float | None = None) -> np.ndarray:
+                     enough: float | None = None, give_up_early=()) -> np.ndarray:
     """A heuristic W for fixed rows M = A_S (p x N), started from ``W0``: minimise a smoothed
     ``max_i ||(M W - I)_i||_1 + eps max_j ||W_j||_1`` (max -> mu logsumexp(./mu),
     |x| -> sqrt(x^2 + delta^2) - delta) by scipy's nonlinear conjugate gradients, for a decreasing
@@ -63,17 +63,22 @@ def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_ST
     ``minimize_cg`` added to each stage (``STALL``; None: scipy's CG unchanged).  ``enough``: the
     fit ends, in whatever stage, at the first iterate (checked every ``ENOUGH_EVERY`` iterations)
     whose exact float64 value is <= ``enough`` (``ENOUGH`` in fast mode: a valid W is all growth
-    needs; the next row's fit goes on improving it)."""
+    needs; the next row's fit goes on improving it).  ``give_up_early``: pairs (k, v); the first
+    stage ends the fit at its k-th iteration when the exact value is still above v (k a multiple
+    of ``ENOUGH_EVERY``; ``GIVE_UP_EARLY``)."""
     p, n = M.shape
     eye = np.eye(p)
     W = np.array(W0, dtype=np.float64)
     rows = np.arange(p)
-    reached = [False]
+    reached = [False]  # the fit is over: ``enough`` reached, or given up early
+    early = [dict(give_up_early)]  # the first stage's checks; emptied after it
 
     def stop(k, x):
-        if enough is None or k % ENOUGH_EVERY:
+        limit = early[0].get(k)
+        if (enough is None or k % ENOUGH_EVERY) and limit is None:
             return False
-        reached[0] = decoder_value(M, rows, x.reshape(n, p), eps) <= enough
+        value = decoder_value(M, rows, x.reshape(n, p), eps)
+        reached[0] = (enough is not None and value <= enough) or (limit is not None and value > limit)
         return reached[0]
 
     for i, (mu, delta) in enumerate(stages):
@@ -84,6 +89,7 @@ def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_ST
         x = minimize_cg(value_and_grad, W.ravel(), iters, stall, stop)  # without stall/stop: scipy's CG
         if np.all(np.isfinite(x)):
             W = x.reshape(n, p)
+        early[0] = {}
         if reached[0]:
             break
     return W

@@ -47,14 +47,17 @@ WIDTH = 32  # an iteration at rank k costs max(k, WIDTH) / WIDTH budget units
 @dataclass(frozen=True)
 class DescentSettings:
     lr: float = 3e-4  # Adam step
-    mu: float = 0.006  # temperature of the smoothed maximum over rows
+    mu: float = 0.002  # temperature of the smoothed maximum over rows
     delta: float = 1e-4  # |x| -> sqrt(x^2 + delta^2)
     iters: int = 1500  # iterations of one run at most
     patience: int = 300  # iterations without a gain of 1e-5 before the step is halved
     min_lr: float = 1e-5  # a run stops when the step falls below this
     window: int = 100  # stall stop: gain measured over this many iterations ...
     check: int = 25  # ... recorded every this many (200 / 50 cost 2% more CPU on the MiniLM panel, no better end)
-    band: float = 5.0  # rows within band * mu of the largest error enter the gradient
+    band: float = 10.0  # rows within band * mu of the largest error enter the gradient (40: 6% more CPU on the MiniLM panel, no better end)
+    high_rank: int = 32  # runs at this rank or above use mu_high and band_high instead
+    mu_high: float = 0.006
+    band_high: float = 5.0
     step_fraction: float = 0.05  # first rank step, as a fraction of the rank
     quick: int = 100  # a success within this many iterations doubles the step ...
     step_cap: int = 16  # ... up to rank / step_cap (4: overshooting steps whose failed runs cost the most)
@@ -147,8 +150,9 @@ def minimax_run(A: np.ndarray, X: np.ndarray, Y: np.ndarray, target: float, cap:
     mX, vX, mY, vY = (np.zeros_like(X), np.zeros_like(X), np.zeros_like(Y), np.zeros_like(Y))
     best, lr, since = (np.inf, X.copy(), Y.copy()), s.lr, 0
     seen: dict[int, float] = {}
-    slack = s.band * s.mu + A.shape[1] * s.delta
-    dd, mu = np.float32(s.delta * s.delta), np.float32(s.mu)
+    mu, band = (s.mu_high, s.band_high) if X.shape[1] >= s.high_rank else (s.mu, s.band)
+    slack = band * mu + A.shape[1] * s.delta
+    dd, mu = np.float32(s.delta * s.delta), np.float32(mu)
     t = 0
     with np.errstate(over="ignore", invalid="ignore"):
         for t in range(1, max(cap, 0) + 1):

@@ -382,7 +382,7 @@ def test_fast_mode_grows_where_resolving_takes_more_rows_than_growth_may_try(mon
 
 @pytest.mark.parametrize("mode", ["fast", "basic"])
 def test_grow_decoders_gives_fast_mode_the_early_give_up_and_no_subset_screens(monkeypatch, mode):
-    """Fast mode grows with ``GIVE_UP``, ``STALL``, ``ENOUGH``, bordered starts, ``FAST_TRIES`` candidates, without the
+    """Fast mode grows with ``GIVE_UP``, ``GIVE_UP_EARLY``, ``STALL``, ``ENOUGH``, bordered starts, ``FAST_TRIES`` candidates, without the
     subset screens and without the decoder LP's start W; basic mode is the earlier growth step for step (none of these, every set
     screened)."""
     import types
@@ -403,11 +403,11 @@ def test_grow_decoders_gives_fast_mode_the_early_give_up_and_no_subset_screens(m
     mx.decoder_certificates(s)
     s.best[0.25] = types.SimpleNamespace(rank=min(A.shape[0], 3 * s.lower[0.25] + 3), error=0.0)
     mx.grow_decoders(s)
-    assert got == ([{"give_up": dec.GIVE_UP, "subset_screen": False, "stall": dec.STALL, "enough": dec.ENOUGH,
-                     "bordered": True, "lp_start": False, "screen_max_p": dec.FAST_SCREEN_MAX_P,
-                     "tries": dec.FAST_TRIES}] if mode == "fast"
-                   else [{"give_up": (), "subset_screen": True, "stall": None, "enough": None, "bordered": False,
-                          "lp_start": True, "screen_max_p": None, "tries": dec.SMOOTH_TRIES}])
+    assert got == ([{"give_up": dec.GIVE_UP, "give_up_early": dec.GIVE_UP_EARLY, "subset_screen": False,
+                     "stall": dec.STALL, "enough": dec.ENOUGH, "bordered": True, "lp_start": False,
+                     "screen_max_p": dec.FAST_SCREEN_MAX_P, "tries": dec.FAST_TRIES}] if mode == "fast"
+                   else [{"give_up": (), "give_up_early": (), "subset_screen": True, "stall": None, "enough": None,
+                          "bordered": False, "lp_start": True, "screen_max_p": None, "tries": dec.SMOOTH_TRIES}])
 
 
 @pytest.mark.parametrize("mode", ["fast", "basic"])

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
+from softrank.fastpath.float64 import decoder_value
 from softrank.fastpath.lower.conjugate_gradients import minimize_cg
 from softrank.fastpath.lower.decoder import smooth_decoder_w
 
@@ -65,6 +66,24 @@ def test_smooth_decoder_w_gives_up_after_a_stage_whose_value_is_above_the_thresh
     assert np.array_equal(smooth_decoder_w(M, W0, 0.2, give_up=(10.0, 0.0)), two_stages)
     assert np.array_equal(smooth_decoder_w(M, W0, 0.2, give_up=(10.0, 10.0)), smooth_decoder_w(M, W0, 0.2))
     assert not np.array_equal(one_stage, smooth_decoder_w(M, W0, 0.2))
+
+
+def test_smooth_decoder_w_gives_up_early_in_its_first_stage_only_above_the_value_at_that_iteration():
+    rng = np.random.default_rng(4)
+    M = rng.dirichlet(np.full(30, 0.2), size=4)
+    W0 = np.linalg.pinv(M) * 1.5  # a start well above the decoder value 1
+    from softrank.fastpath.lower.decoder import SMOOTH_ITERS, SMOOTH_STAGES
+    from softrank.fastpath.lower.decoder_smooth import smoothed_value_and_grad
+
+    eye = np.eye(4)
+    mu, delta = SMOOTH_STAGES[0]
+    first = minimize_cg(lambda w: smoothed_value_and_grad(M, w.reshape(30, 4), eye, 0.2, mu, delta), W0.ravel(), 10)
+    value = decoder_value(M, np.arange(4), first.reshape(30, 4), 0.2)
+    stopped = smooth_decoder_w(M, W0, 0.2, give_up_early=((10, value - 1e-9),))  # above the limit: the fit ends there
+    assert np.array_equal(stopped, first.reshape(30, 4))
+    whole = smooth_decoder_w(M, W0, 0.2)
+    assert np.array_equal(smooth_decoder_w(M, W0, 0.2, give_up_early=((10, value + 1e-9),)), whole)  # below: no change
+    assert not np.array_equal(stopped, whole) and SMOOTH_ITERS > 10
 
 
 def test_stall_stops_at_the_first_window_whose_value_fell_by_less_than_tol():

@@ -139,3 +139,17 @@ def test_the_buffered_run_equals_the_plain_expressions_bit_for_bit(case, band, m
     err0, X0, Y0, its0 = minimax.minimax_run(op.A, X, Y, 0.2, 400, s)
     assert its == its0 > 50 and err == err0
     assert np.array_equal(X1, X0) and np.array_equal(Y1, Y0)
+
+
+def test_runs_at_high_rank_take_the_high_rank_temperature_and_band(case):
+    op, w = case
+    X, Y = minimax.balanced_truncation(w.X, w.Y, w.rank - 2)
+    k = X.shape[1]
+    high = minimax.DescentSettings(iters=300, high_rank=k, mu_high=0.005, band_high=4.0)
+    plain = minimax.DescentSettings(iters=300, high_rank=k + 1, mu=0.005, band=4.0)
+    low = minimax.DescentSettings(iters=300, high_rank=k + 1)
+    got = minimax.minimax_run(op.A, X, Y, 0.2, 300, high)
+    assert got[3] == minimax.minimax_run(op.A, X, Y, 0.2, 300, plain)[3]
+    assert np.array_equal(got[1], minimax.minimax_run(op.A, X, Y, 0.2, 300, plain)[1])
+    other = minimax.minimax_run(op.A, X, Y, 0.2, 300, low)  # below high_rank: mu and band
+    assert not np.array_equal(got[1], other[1])

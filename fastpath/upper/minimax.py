@@ -86,13 +86,16 @@ def adam_step(P: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, t: int
 class _Buffers:
     """The work arrays of one float32 run, allocated once: every iteration writes into them with
     ``out=`` (the same operations in the same order as the plain expressions, so the same
-    values bit for bit; ``tests/fastpath/test_minimax.py`` compares them)."""
+    values bit for bit; ``tests/fastpath/test_minimax.py`` compares them).  X and Y are the two
+    blocks of one (m + n) x k array, as are their gradients and Adam moments, so that one Adam
+    update moves both (the same values as two updates)."""
 
     def __init__(self, m: int, n: int, k: int):
         self.R = np.empty((m, n), np.float32)  # A - X Y^T
         self.S = np.empty((m, n), np.float32)  # |R|, then sqrt(R^2 + delta^2) and the weighted R / S
-        self.gX, self.tX, self.uX = (np.empty((m, k), np.float32) for _ in range(3))
-        self.gY, self.tY, self.uY = (np.empty((n, k), np.float32) for _ in range(3))
+        self.P, self.G, self.mom, self.vel, self.t1, self.t2 = (np.zeros((m + n, k), np.float32) for _ in range(6))
+        self.X, self.Y = self.P[:m], self.P[m:]  # views: the factors ...
+        self.gX, self.gY = self.G[:m], self.G[m:]  # ... and their gradients
 
 
 def adam_step_into(P: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, t: int, lr: float,
@@ -144,10 +147,10 @@ def minimax_run(A: np.ndarray, X: np.ndarray, Y: np.ndarray, target: float, cap:
     """One float32 run of at most ``cap`` iterations from (X, Y) (see the module docstring).
     Returns (float64 error of the best iterate, X, Y as float64, iterations used)."""
     A32 = np.asarray(A, dtype=np.float32)
-    X, Y = np.array(X, dtype=np.float32), np.array(Y, dtype=np.float32)
     b = _Buffers(A32.shape[0], A32.shape[1], X.shape[1])
+    b.X[...], b.Y[...] = X, Y
+    X, Y = b.X, b.Y
     aim = target * (1 - AIM)
-    mX, vX, mY, vY = (np.zeros_like(X), np.zeros_like(X), np.zeros_like(Y), np.zeros_like(Y))
     best, lr, since = (np.inf, X.copy(), Y.copy()), s.lr, 0
     seen: dict[int, float] = {}
     mu, band = (s.mu_high, s.band_high) if X.shape[1] >= s.high_rank else (s.mu, s.band)
@@ -178,8 +181,7 @@ def minimax_run(A: np.ndarray, X: np.ndarray, Y: np.ndarray, target: float, cap:
                 if lr < s.min_lr:
                     break
             _gradients(b.R, b.S, a, err, X, Y, b, slack, dd, mu)
-            adam_step_into(X, b.gX, mX, vX, t, lr, b.tX, b.uX)
-            adam_step_into(Y, b.gY, mY, vY, t, lr, b.tY, b.uY)
+            adam_step_into(b.P, b.G, b.mom, b.vel, t, lr, b.t1, b.t2)  # X and Y in one update
     X64, Y64 = np.ascontiguousarray(best[1], dtype=np.float64), np.ascontiguousarray(best[2], dtype=np.float64)
     return max_row_l1(A, X64, Y64), X64, Y64, t
 

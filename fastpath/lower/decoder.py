@@ -28,22 +28,20 @@ from softrank.fastpath.operator_cache import OperatorCache
 
 LP_MAXITER = 20000  # iterations per decoder LP (a stalled LP counts as "no certificate")
 LP_TIME_LIMIT = 5.0  # seconds, a guard only
-LP_WORK = 16 * 16 * 256  # decoder LPs only for p^2 N <= LP_WORK (p <= 16 at N = 256, 22 at N = 128):
-#                          the LP has p^2 residual rows with N entries each (~1 s at p = 20, N = 256)
+LP_WORK = 16 * 16 * 256  # decoder LPs only for p^2 N <= LP_WORK (p <= 16 at N = 256; ~1 s at p = 20, N = 256)
 LP_MAX_COLS = 256  # decoder LP: W supported on at most this many columns (the largest of A_S)
 GROW_TRIES = 20  # step 3 of decoder_certificate: candidate rows tried with the LP ...
 GROW_PATIENCE = 5  # ... stopping after this many failures in a row
-GIVE_UP = (1.08, 1.02)  # a candidate's smoothed fit stops after stage 1 / 2 above these values (on the
-#                        MiniLM panel 1.15 / 1.05 and these gave the same brackets but one lower end)
+GIVE_UP = (1.08, 1.02)  # a candidate's fit stops after stage 1 / 2 above these (MiniLM: as 1.15 / 1.05 but one L)
 GIVE_UP_EARLY = ((50, 1.55), (100, 1.3), (150, 1.2))  # ... and at these stage-1 iterations above these (MiniLM: -4.5% CPU)
+POLISH_ENOUGH = 0.9  # fast mode: the polish of the start W stops at this value (MiniLM: -3.4% CPU, 2 L up, none down)
 ENOUGH = 0.99  # fast mode: a candidate's smoothed fit stops once its float64 value is <= this
 STALL = (30, 1e-3)  # fast mode: a CG stage stops once its value fell by less than 1e-3 in 30 iterations
 SMOOTH_TRIES = 16  # grow_decoder_smooth: candidate rows tried ...
 SMOOTH_PATIENCE = 4  # ... stopping after this many failures in a row
-FAST_TRIES = 24  # candidate rows tried in fast mode (on the MiniLM panel 16 stopped most growths at eps 0.15; 24: sum of L +0.5%, +4% CPU)
+FAST_TRIES = 24  # fast mode's candidates (MiniLM panel: 16 stopped most growths at eps 0.15; 24: L +0.5%, CPU +4%)
 ORACLE_MAX_P = 20  # smoothed growth: candidate sets up to this size are first bracketed by the set oracle
-FAST_SCREEN_MAX_P = 16  # ... in fast mode only up to this size (on the default panel the screens of 17 to 20
-#                         rows changed no bracket and cost 5% of the MiniLM CPU; 0 changed none either)
+FAST_SCREEN_MAX_P = 16  # ... in fast mode up to this size (screens of 17-20 rows: no bracket changed, 5% of CPU)
 SCREEN_SIZES = (4, 8)  # ... larger ones by subsets of these sizes (the new row and the rows most like it)
 LP_METHOD = "highs-ipm"  # interior point + crossover: 4-7x faster than dual simplex at p >= 20
 
@@ -296,8 +294,9 @@ def _no_decoder(op: OperatorCache, cand: np.ndarray, eps: float) -> bool:
 def growth_options(fast: bool) -> dict:
     """``grow_decoder_smooth``'s keyword arguments in the bracket's fast mode and in basic mode."""
     return ({"give_up": GIVE_UP, "give_up_early": GIVE_UP_EARLY, "subset_screen": False, "stall": STALL, "enough": ENOUGH,
-             "bordered": True, "lp_start": False, "screen_max_p": FAST_SCREEN_MAX_P, "tries": FAST_TRIES} if fast else
-            {"give_up": (), "give_up_early": (), "subset_screen": True, "stall": None, "enough": None,
+             "polish_enough": POLISH_ENOUGH, "bordered": True, "lp_start": False, "screen_max_p": FAST_SCREEN_MAX_P,
+             "tries": FAST_TRIES} if fast else
+            {"give_up": (), "give_up_early": (), "subset_screen": True, "stall": None, "enough": None, "polish_enough": None,
              "bordered": False, "lp_start": True, "screen_max_p": None, "tries": SMOOTH_TRIES})
 
 
@@ -305,11 +304,12 @@ def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: 
                         tries: int = SMOOTH_TRIES, patience: int = SMOOTH_PATIENCE, give_up=(),
                         subset_screen: bool = True, stall: tuple[int, float] | None = None,
                         enough: float | None = None, bordered: bool = False, lp_start: bool = True,
-                        screen_max_p: int | None = None, give_up_early=()) -> Certificate:
+                        screen_max_p: int | None = None, give_up_early=(), polish_enough: float | None = None) -> Certificate:
     """From a valid decoder certificate, add rows (pivoted-QR order, then peaked rows) with W from
     ``smooth_decoder_w`` (the previous W plus a zero column as the start) while the float64 value
     stays <= 1 - MARGIN, until ``goal`` rows, ``tries`` candidates or ``patience`` failures in a
-    row (``give_up``, ``give_up_early``, ``stall``, ``enough``: see ``smooth_decoder_w``).  A
+    row (``give_up``, ``give_up_early``, ``stall``, ``enough``: see ``smooth_decoder_w``; the start
+    W's polish stops at ``polish_enough``).  A
     candidate set is first screened by the set oracle (``_no_decoder``) when it has at most
     ``screen_max_p`` rows (default ``ORACLE_MAX_P``); larger sets only when ``subset_screen`` (on
     MiniLM heads those screens rejected about one candidate in twenty and cost more than the failed
@@ -332,7 +332,7 @@ def grow_decoder_smooth(op: OperatorCache, cert: Certificate, eps: float, goal: 
         if start["W"] is None:
             base = with_lp_decoder(op, cert, eps) if lp_start else cert
             W0 = np.asarray(base.W, dtype=np.float64)
-            Wp = smooth_decoder_w(A[rows], W0, eps, stall=stall)
+            Wp = smooth_decoder_w(A[rows], W0, eps, stall=stall, enough=polish_enough)
             start["W"] = Wp if decoder_value(A, rows, Wp, eps) < decoder_value(A, rows, W0, eps) else W0
         if W_prev is W:
             W_prev = start["W"]

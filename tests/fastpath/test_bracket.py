@@ -404,10 +404,10 @@ def test_grow_decoders_gives_fast_mode_the_early_give_up_and_no_subset_screens(m
     s.best[0.25] = types.SimpleNamespace(rank=min(A.shape[0], 3 * s.lower[0.25] + 3), error=0.0)
     mx.grow_decoders(s)
     assert got == ([{"give_up": dec.GIVE_UP, "give_up_early": dec.GIVE_UP_EARLY, "subset_screen": False,
-                     "stall": dec.STALL, "enough": dec.ENOUGH, "bordered": True, "lp_start": False,
+                     "stall": dec.STALL, "enough": dec.ENOUGH, "polish_enough": dec.POLISH_ENOUGH, "bordered": True, "lp_start": False,
                      "screen_max_p": dec.FAST_SCREEN_MAX_P, "tries": dec.FAST_TRIES}] if mode == "fast"
                    else [{"give_up": (), "give_up_early": (), "subset_screen": True, "stall": None, "enough": None,
-                          "bordered": False, "lp_start": True, "screen_max_p": None, "tries": dec.SMOOTH_TRIES}])
+                          "polish_enough": None, "bordered": False, "lp_start": True, "screen_max_p": None, "tries": dec.SMOOTH_TRIES}])
 
 
 @pytest.mark.parametrize("mode", ["fast", "basic"])

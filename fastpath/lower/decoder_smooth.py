@@ -64,8 +64,8 @@ def smooth_decoder_w(M: np.ndarray, W0: np.ndarray, eps: float, stages=SMOOTH_ST
     fit ends, in whatever stage, at the first iterate (checked every ``ENOUGH_EVERY`` iterations)
     whose exact float64 value is <= ``enough`` (``ENOUGH`` in fast mode: a valid W is all growth
     needs; the next row's fit goes on improving it).  ``give_up_early``: pairs (k, v); the first
-    stage ends the fit at its k-th iteration when the exact value is still above v (k a multiple
-    of ``ENOUGH_EVERY``; ``GIVE_UP_EARLY``)."""
+    stage ends the fit at its k-th iteration when the exact value is still above v
+    (``GIVE_UP_EARLY`` in fast mode)."""
     p, n = M.shape
     eye = np.eye(p)
     W = np.array(W0, dtype=np.float64)

@@ -382,9 +382,9 @@ def test_fast_mode_grows_where_resolving_takes_more_rows_than_growth_may_try(mon
 
 @pytest.mark.parametrize("mode", ["fast", "basic"])
 def test_grow_decoders_gives_fast_mode_the_early_give_up_and_no_subset_screens(monkeypatch, mode):
-    """Fast mode grows with ``GIVE_UP``, ``GIVE_UP_EARLY``, ``STALL``, ``ENOUGH``, bordered starts, ``FAST_TRIES`` candidates, without the
-    subset screens and without the decoder LP's start W; basic mode is the earlier growth step for step (none of these, every set
-    screened)."""
+    """Fast mode grows with ``GIVE_UP``, ``GIVE_UP_EARLY``, ``STALL``, ``ENOUGH``, ``POLISH_ENOUGH``, bordered starts,
+    ``FAST_TRIES`` candidates, without the subset screens and without the decoder LP's start W; basic mode is the earlier
+    growth step for step (none of these, every set screened)."""
     import types
 
     from softrank.fastpath.bracket import matrix as mx

@@ -27,6 +27,7 @@ import scipy.sparse as sp
 
 from softrank.advisors.highs import new_highs
 from softrank.fastpath.float64 import MARGIN, decoder_value
+from softrank.fastpath.lower.decoder_ipm import eps_star_ipm
 from softrank.fastpath.operator_cache import OperatorCache
 
 GROUPS = 96  # column groups of the first, merged LP
@@ -117,6 +118,19 @@ def _lp_model(M: np.ndarray):
 
 
 def eps_star_lp(M: np.ndarray, iterations: int | None = None):
+    """The LP for eps*(rows of M) by the structured interior-point method
+    (``decoder_ipm.eps_star_ipm``; HiGHS when its first step fails), stopped after ``iterations``
+    if given (the iterate still gives valid bounds): (D, [Y candidates])."""
+    D, yP = eps_star_ipm(M, iterations)
+    if yP is None:
+        return eps_star_highs(M, iterations)
+    off = ~np.eye(M.shape[0], dtype=bool)
+    lam = np.where(off, yP, 0.0)
+    y = np.abs(np.diag(yP))
+    return D, [_structured(y, lam), _structured(y, -lam)]
+
+
+def eps_star_highs(M: np.ndarray, iterations: int | None = None):
     """The LP for eps*(rows of M) by HiGHS interior point (no crossover), stopped after
     ``iterations`` if given (the iterate still gives valid bounds): (D, [Y candidates])."""
     p, c = M.shape

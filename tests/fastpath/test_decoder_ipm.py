@@ -86,3 +86,13 @@ def test_one_row_and_an_empty_column_are_solved():
     lb2, ub2 = bracket(M2, *do.eps_star_lp(M2))
     lb2_h, _ = bracket(M2, *do.eps_star_highs(M2))
     assert lb2 == pytest.approx(lb2_h, abs=1e-5) and ub2 - lb2 < 1e-6
+
+
+def test_sets_above_the_size_limit_go_to_highs(monkeypatch):
+    M = rows_of_attention(5, 30, 9)
+    monkeypatch.setattr(do, "IPM_MAX_P", 4)
+    D, Ys = do.eps_star_lp(M)
+    D_h, Ys_h = do.eps_star_highs(M)
+    assert np.array_equal(D, D_h) and all(np.array_equal(a, b) for a, b in zip(Ys, Ys_h))
+    monkeypatch.setattr(do, "IPM_MAX_P", 5)
+    assert not np.array_equal(do.eps_star_lp(M)[0], D_h)  # at the limit: the structured method

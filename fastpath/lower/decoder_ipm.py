@@ -83,11 +83,11 @@ class _Structure:
         F = F.reshape(p * p, p * p)
         fi, fk = self.off_i, self.off_k
         a, d = fi * p + fk, fi * p + fi
-        np.add.at(F, (a, a), rp + rm)
-        np.add.at(F, (a, d), rm - rp)
-        np.add.at(F, (d, a), rm - rp)
-        np.add.at(F, (d, d), rp + rm)
+        F[a, a] += rp + rm  # (a, a) and (a, d) pairs are distinct: plain indexing adds once each
+        F[a, d] += rm - rp
+        F[d, a] += rm - rp
         diag = np.arange(p) * (p + 1)
+        F[diag, diag] += np.bincount(fi, weights=rp + rm, minlength=p)
         F[np.ix_(diag, diag)] += theta[self.oz]
         F[diag, diag] += theta[self.os:self.ot]
         # C[(i, k), j] = sigma_ik M_ij delta_jk

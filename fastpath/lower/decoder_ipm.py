@@ -20,7 +20,7 @@ eps*) and its row duals, cast into the dual form (an upper bound), on the exact 
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg as sl
+import scipy.linalg.lapack as lapack
 import scipy.sparse as sp
 
 GAP_TOL = 1e-7  # a run stops when the relative gap and both infeasibilities are below this
@@ -42,6 +42,7 @@ class _Structure:
         self.oR, self.oz, self.os, self.ot = 2 * nD, 2 * nD + 2 * no, 2 * nD + 2 * no + 1, 2 * nD + 2 * no + 1 + p
         self.n = self.ot + c
         self.A = self._matrix()
+        self._constants()
         self.b = np.r_[np.zeros(p * p), np.ones(c)]
         self.cost = np.zeros(self.n)
         self.cost[self.oz] = -1.0
@@ -67,6 +68,16 @@ class _Structure:
         return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                              shape=(p * p + c, self.n))
 
+    def _constants(self) -> None:
+        """The parts of the normal matrix that do not depend on theta."""
+        p, M = self.p, self.M
+        self.block_sign = self.sign.T[:, :, None] * self.sign.T[:, None, :]  # [k, i, i'] = s_ik s_i'k
+        self.C_base = self.sign[:, :, None] * M[:, None, :]  # [i, k, j] = s_ik M_ij
+        self.a, self.d = self.off_i * p + self.off_k, self.off_i * p + self.off_i  # (i, k) and (i, i) rows
+        self.diag = np.arange(p) * (p + 1)
+        self.diag_pairs = np.ix_(self.diag, self.diag)
+        self.kk = np.arange(p)
+
     def normal_solver(self, theta: np.ndarray):
         """A solver of (A diag(theta) A^T) y = r, by the Schur complement on the P rows."""
         p, c, M, nD, no = self.p, self.c, self.M, self.nD, self.no
@@ -75,32 +86,29 @@ class _Structure:
         phi, delta = tp + tm, tp - tm
         h = phi.sum(axis=1) + theta[self.ot:]
         # F: per column k of P, sigma sigma^T o (M diag(phi_k) M^T), at rows (i, k), (i', k)
-        F = np.zeros((p, p, p, p))  # F[i, k, i', k']
+        F4 = np.zeros((p, p, p, p))  # F[i, k, i', k']
         blocks = np.matmul(M[None, :, :] * phi.T[:, None, :], M.T)  # [k, i, i'], by BLAS
-        blocks *= self.sign.T[:, :, None] * self.sign.T[:, None, :]
-        kk = np.arange(p)
-        F[:, kk, :, kk] = blocks
-        F = F.reshape(p * p, p * p)
-        fi, fk = self.off_i, self.off_k
-        a, d = fi * p + fk, fi * p + fi
+        blocks *= self.block_sign
+        F4[:, self.kk, :, self.kk] = blocks
+        F = F4.reshape(p * p, p * p)
+        a, d, diag = self.a, self.d, self.diag
         F[a, a] += rp + rm  # (a, a) and (a, d) pairs are distinct: plain indexing adds once each
         F[a, d] += rm - rp
         F[d, a] += rm - rp
-        diag = np.arange(p) * (p + 1)
-        F[diag, diag] += np.bincount(fi, weights=rp + rm, minlength=p)
-        F[np.ix_(diag, diag)] += theta[self.oz]
-        F[diag, diag] += theta[self.os:self.ot]
-        # C[(i, k), j] = sigma_ik M_ij delta_jk
-        C = (self.sign[:, :, None] * M[:, None, :] * delta.T[None, :, :]).reshape(p * p, c)
+        F[diag, diag] += np.bincount(self.off_i, weights=rp + rm, minlength=p) + theta[self.os:self.ot]
+        F[self.diag_pairs] += theta[self.oz]  # z: every pair of margin rows
+        C = (self.C_base * delta.T[None, :, :]).reshape(p * p, c)  # C[(i, k), j] = s_ik M_ij delta_jk
         Ch = C / h
         S = F - Ch @ C.T
         S[np.diag_indices_from(S)] += 1e-14 * max(1.0, float(np.abs(np.diag(S)).max()))
-        fac = sl.cho_factor(S, lower=True, check_finite=False)
+        L, info = lapack.dpotrf(S, lower=1, clean=0, overwrite_a=1)
+        if info != 0:
+            raise np.linalg.LinAlgError("the Schur complement is not positive definite")
 
         def solve(r: np.ndarray) -> np.ndarray:
             rf, rh = r[:p * p], r[p * p:]
-            yf = sl.cho_solve(fac, rf - Ch @ rh, check_finite=False)
-            return np.r_[yf, (rh - C.T @ yf) / h]
+            yf, _ = lapack.dpotrs(L, rf - Ch @ rh, lower=1)
+            return np.concatenate([yf, (rh - C.T @ yf) / h])
 
         return solve
 

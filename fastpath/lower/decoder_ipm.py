@@ -133,11 +133,11 @@ def eps_star_ipm(M: np.ndarray, iterations: int | None = None, max_iterations: i
         if (abs(pobj - dobj) <= GAP_TOL * (1.0 + abs(pobj)) and np.abs(rp).max() <= GAP_TOL
                 and np.abs(rd).max() <= GAP_TOL):
             break
+        theta = x / s
         try:
-            solve = st.normal_solver(x / s)
+            solve = st.normal_solver(theta)
         except (np.linalg.LinAlgError, ValueError):
             break
-        theta = x / s
 
         def direction(rc):
             dy = solve(rp + A @ (theta * rd - rc / s))
@@ -145,7 +145,7 @@ def eps_star_ipm(M: np.ndarray, iterations: int | None = None, max_iterations: i
             return (rc - x * ds) / s, dy, ds
 
         dx, dy, ds = direction(-x * s)
-        ap, ad = _max_step(x, dx), _max_step(s, ds)
+        ap, ad = min(1.0, _max_step(x, dx)), min(1.0, _max_step(s, ds))  # the affine step
         mu_aff = float((x + ap * dx) @ (s + ad * ds)) / n
         sigma = (mu_aff / mu) ** 3 if mu > 0 else 0.0
         dx, dy, ds = direction(-x * s + sigma * mu - dx * ds)

@@ -33,7 +33,7 @@ from softrank.fastpath.operator_cache import OperatorCache
 GROUPS = 96  # column groups of the first, merged LP
 KMEANS_STEPS = 8
 EARLY_ITERATIONS = 15  # first LP of a set: the interior-point iterate after this many iterations
-IPM_TOL = 1e-6  # interior-point optimality tolerance of the eps* LPs
+IPM_TOL = 1e-6  # HiGHS interior-point optimality tolerance of the eps* LPs it solves
 IPM_MAX_P = 56  # eps* LPs of up to this many rows by the structured interior-point method
 # (a complete solve 3-5x faster than HiGHS IPX at p = 16-40, 1.6x at p = 56; its memory grows as p^4)
 SCREEN_ROWS = 3  # a set is first screened by the subset of its last row and the rows most like it

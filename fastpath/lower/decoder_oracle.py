@@ -72,6 +72,13 @@ def _structured(y: np.ndarray, off: np.ndarray) -> np.ndarray:
     return Y
 
 
+def _dual_candidates(margin_duals: np.ndarray, lam: np.ndarray) -> list[np.ndarray]:
+    """The dual-form Y of an LP iterate: y = |duals of the margin rows|, off-diagonal entries from
+    the duals ``lam`` of the P rows, with both signs (the solvers' sign conventions differ)."""
+    y = np.abs(margin_duals)
+    return [_structured(y, lam), _structured(y, -lam)]
+
+
 def _lp_matrix(M: np.ndarray) -> sp.csc_matrix:
     """The constraint matrix of ``_lp_model`` (rows: the p^2 - p off-diagonal P_ik = (M D)_ik,
     the p margin rows, the c rows ||D_j||_1 <= 1; columns: D+, D- (D_jk at j p + k), R+, R- of
@@ -129,10 +136,7 @@ def eps_star_lp(M: np.ndarray, iterations: int | None = None):
     D, yP = eps_star_ipm(M, iterations)
     if yP is None:
         return eps_star_highs(M, iterations)
-    off = ~np.eye(M.shape[0], dtype=bool)
-    lam = np.where(off, yP, 0.0)
-    y = np.abs(np.diag(yP))
-    return D, [_structured(y, lam), _structured(y, -lam)]
+    return D, _dual_candidates(np.diag(yP), np.where(~np.eye(M.shape[0], dtype=bool), yP, 0.0))
 
 
 def eps_star_highs(M: np.ndarray, iterations: int | None = None):
@@ -155,8 +159,7 @@ def eps_star_highs(M: np.ndarray, iterations: int | None = None):
     D = (x[:nD] - x[nD:2 * nD]).reshape(c, p)
     lam = np.zeros((p, p))
     lam[off] = rd[:no]
-    y = np.abs(rd[no:no + p])
-    return D, [_structured(y, lam), _structured(y, -lam)]
+    return D, _dual_candidates(rd[no:no + p], lam)
 
 
 def column_groups(M: np.ndarray, k: int) -> np.ndarray:

@@ -17,7 +17,8 @@ every decision is re-checked here, independently of the oracle's code:
   SVD, convex fits on rows of A) checked in Fractions never finds a competitor.
 
 ``outside-scope`` answers are counted, never treated as decisions.  Seeded; the default run
-decides 240 cells (480 decisions), the ``slow`` run 1,500 more.
+decides 240 cells (480 decisions), the ``slow`` run 1,500 more; 40 more cells are profiled in both
+classes (``profile``, every decision re-checked the same way) and one goes through ``softrank oracle``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ import pytest
 from scipy.optimize import linprog
 
 from softrank.oracle import recheck
-from softrank.oracle.search import decide
+from softrank.cli import main
+from softrank.oracle.search import decide, profile
 
 EPS = [F(1, 20), F(1, 10), F(1, 5), F(1, 4), F(1, 3), F(2, 5), F(1, 2), F(3, 4)]
 CLASSES = ("unrestricted", "stochastic")
@@ -317,3 +319,39 @@ def test_closed_forms_agree_on_a_causal_cell():
     assert two_row_rank1(B) == 1 and two_column_rank1([list(r) for r in zip(*B)]) == 1
     assert decide(B, F(99, 100), 1).verdict == "impossible"
     assert decide(B, F(1), 1).verdict == "feasible"
+
+
+def test_profiles_of_masked_cells():
+    rng = random.Random(11)
+    closed = 0
+    for _ in range(40):
+        form, A, eps, _k = masked_cell(rng)
+        m, n = len(A), len(A[0])
+        for klass in CLASSES:
+            p = profile(A, eps, klass)
+            assert p.lower is not None and p.lower <= p.upper <= exact_rank(A)  # B = A is stochastic
+            for d in p.decisions:
+                cert = json.loads(json.dumps(d.certificate))
+                if d.verdict == "feasible":
+                    assert d.k == p.upper and is_competitor(A, witness_matrix(cert, m, n), eps, d.k, klass)
+                elif d.verdict == "impossible":
+                    assert d.k < p.lower and recheck(A, eps, d.k, klass, "impossible", cert)
+                truth = closed_form(A, eps, d.k, klass)
+                assert truth is None or d.verdict == "outside-scope" or truth == (d.verdict == "feasible")
+            closed += p.lower == p.upper
+    assert closed >= 76  # of 80 profiles
+
+
+def test_command_line_reads_zeros(tmp_path, capsys):
+    path = tmp_path / "causal.json"
+    path.write_text(json.dumps([[1, 0, 0, 0], ["1/2", "1/2", 0, 0], ["1/3", "1/3", "1/3", 0], [0.25, 0.25, 0.25, 0.25]]))
+    t = gastinel_kahan([[F(x) for x in row] for row in json.loads(path.read_text())])
+    assert t == F(1, 7)  # 1/||A^-1||_inf: the exact threshold eps*_3
+    for eps, r in (("1/7", 3), ("1/8", 4)):
+        assert main(["oracle", str(path), "--eps", eps, "--profile", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["lower"] == out["upper"] == out["rank"] == r and out["thresholds"]["3"] == "1/7"
+    # at the same eps no stochastic B of rank 3 exists (its witness would be an unrestricted one)
+    assert main(["oracle", str(path), "--eps", "1/7", "--rank", "3", "--class", "stochastic", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "impossible" and out["recheck"] is True

@@ -90,8 +90,6 @@ def fmpq_mat(M):
 
 
 def exact_rank(M) -> int:
-    if not M or not M[0]:
-        return 0
     return fmpq_mat(M).rank()
 
 
@@ -127,10 +125,6 @@ def gastinel_kahan(A):
     return 1 / norm
 
 
-def convex_min(f, candidates) -> F:
-    return min(f(t) for t in candidates)
-
-
 def two_row_rank1(A) -> F:
     """m = 2: eps*_1 = min_{||y||_1 = 1} ||A^T y||_1, y = (t, s (1 - t)); convex in t on [0, 1], so its
     minimum is at 0, 1 or a zero of one term."""
@@ -142,7 +136,7 @@ def two_row_rank1(A) -> F:
             den = x - s * y
             if den != 0 and 0 <= -s * y / den <= 1:
                 cands.add(-s * y / den)
-        v = convex_min(lambda t: sum(abs(t * x + s * (1 - t) * y) for x, y in zip(a, b)), cands)
+        v = min(sum(abs(t * x + s * (1 - t) * y) for x, y in zip(a, b)) for t in cands)
         best = v if best is None else min(best, v)
     return best
 
@@ -159,7 +153,7 @@ def two_column_rank1(A) -> F:
                 den = d1 - s * d2
                 if den != 0 and -1 <= (s * c2 - c1) / den <= 1:
                     cands.add((s * c2 - c1) / den)
-        v = convex_min(lambda t: max(abs(ci + t * di) for ci, di in lines), cands)
+        v = min(max(abs(ci + t * di) for ci, di in lines) for t in cands)
         best = v if best is None else min(best, v)
     return best
 
@@ -218,32 +212,28 @@ def fit_rows(A, V, convex):
     return None if res.status != 0 else res.x[:nx].reshape(m, r)
 
 
+def times(X, V):
+    return [[sum((x * V[t][j] for t, x in enumerate(xr)), F(0)) for j in range(len(V[0]))] for xr in X]
+
+
 def float_competitor(A, eps, k, klass, rng):
     """A competitor found in binary64 and confirmed in Fractions, or None (a failed search proves nothing)."""
     m, n = len(A), len(A[0])
     if k == 0:
-        zero = [[F(0)] * n for _ in range(m)]
-        return zero if is_competitor(A, zero, eps, 0, klass) else None
+        return [[F(0)] * n] * m if is_competitor(A, [[F(0)] * n] * m, eps, 0, klass) else None
     tries = []
     subsets = list(itertools.combinations(range(m), k))
     for rows in rng.sample(subsets, min(4, len(subsets))):  # convex combinations of k rows of A: stochastic
         V = [A[i] for i in rows]
         X = fit_rows(A, V, convex=True)
         if X is not None:
-            Xq = []
-            for x in X:
-                x = [F(float(max(v, 0.0))) for v in x]
-                s = sum(x)
-                Xq.append([v / s for v in x] if s > 0 else [F(1)] + [F(0)] * (k - 1))
-            tries.append([[sum((x * V[t][j] for t, x in enumerate(xr)), F(0)) for j in range(len(A[0]))] for xr in Xq])
+            X = [[F(float(max(v, 0.0))) for v in x] for x in X]
+            tries.append(times([[v / sum(x) for v in x] if sum(x) > 0 else [F(1)] + [F(0)] * (k - 1) for x in X], V))
     if klass == "unrestricted":
-        _, _, vt = np.linalg.svd(np.array(A, dtype=float))
-        V = vt[:k]
+        V = np.linalg.svd(np.array(A, dtype=float))[2][:k]
         X = fit_rows(A, V, convex=False)
         if X is not None:
-            Vq = [[F(float(v)) for v in row] for row in V]
-            tries.append([[sum((F(float(x)) * Vq[t][j] for t, x in enumerate(xr)), F(0)) for j in range(len(A[0]))]
-                          for xr in X])
+            tries.append(times([[F(float(x)) for x in xr] for xr in X], [[F(float(v)) for v in row] for row in V]))
     return next((B for B in tries if is_competitor(A, B, eps, k, klass)), None)
 
 

@@ -264,6 +264,7 @@ def decide_and_recheck(form, A, eps, k, rng, counts: Counter):
         if truth is not None:
             assert truth == (v.verdict == "feasible"), (A, eps, k, klass, v.verdict)
             counts[("closed form", v.verdict)] += 1
+            counts[("closed form, k > 0", v.verdict)] += k > 0
     u, s = verdicts["unrestricted"], verdicts["stochastic"]
     assert not (u == "impossible" and s == "feasible"), (A, eps, k)
     decided = "outside-scope" not in (u, s)

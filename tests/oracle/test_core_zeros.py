@@ -34,8 +34,8 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from softrank.oracle import recheck
 from softrank.cli import main
+from softrank.oracle import recheck
 from softrank.oracle.search import decide, profile
 
 EPS = [F(1, 20), F(1, 10), F(1, 5), F(1, 4), F(1, 3), F(2, 5), F(1, 2), F(3, 4)]

@@ -157,7 +157,7 @@ def test_resolved_rule_and_verdicts():
 
 
 def test_construction_ratios_median_to_best():
-    from softrank.fastpath.studies.constructions import construction_ratios
+    from softrank.studies.constructions.ratios import construction_ratios
 
     base = {"family": "bert", "eps": "0.25", "m": "64", "N": "64"}
     rows = [dict(base, rank_tsvd="10", rank_rwsvd="8", rank_altl1="5", rank_cpqr="12", rank_rpqr="", rank_reprows="20"),

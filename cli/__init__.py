@@ -35,10 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("softrank.cli.report", "one self-contained HTML report (figures and tables) of a replay"),
     "oracle": ("softrank.cli.oracle", "exact decision of a small rational cell"),
     "families": ("softrank.cli.families", "exact closure of the gauge and grid families"),
-    "theorem": ("softrank.cli.theorem", "sanity checks of the theory's inequalities and invariances"),
-    "kappa": ("softrank.cli.kappa", "brackets for the intrinsic size kappa on a store"),
-    "attack": ("softrank.cli.attack", "try to beat every validated lower end (a soundness attack)"),
-    "bench": ("softrank.cli.bench", "benchmarks (ratios measured in one run)"),
+    "theorem": ("softrank.studies.theorem.command", "sanity checks of the theory's inequalities and invariances"),
+    "kappa": ("softrank.studies.theorem.kappa_command", "brackets for the intrinsic size kappa on a store"),
+    "attack": ("softrank.studies.attack.command", "try to beat every validated lower end (a soundness attack)"),
+    "bench": ("softrank.bench.command", "benchmarks (ratios measured in one run)"),
     "study": ("softrank.cli.study", "studies on real models: rank budgets across block widths"),
 }
 # subcommand -> its exit codes (the epilog of its --help; COMMON_EXIT is added to each)

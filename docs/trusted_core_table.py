@@ -1,15 +1,23 @@
 """Print the README's trusted-core table: every trusted file with its code lines and the first
-sentence of its docstring, then two totals.  The rule is the folder: every file under validated/,
+sentence of its docstring, then the totals of the trust lines.  The rule is the folder: every file under validated/,
 exact/, oracle/ and replay/ is trusted, except the files under a folder named ``search`` (the
 oracle's search, untrusted), and nothing else is.
 
     .venv/bin/python docs/trusted_core_table.py            # print the table and the totals
     .venv/bin/python docs/trusted_core_table.py --write    # and put them into README.md
 
-Code lines leave out blank lines, comment-only lines and docstrings.  The totals: the replay trust
-line (every file under replay/ and every trusted module they import, transitively) and the oracle
-re-checker (oracle/checks.py and every trusted module it imports, transitively); importing a module
-runs its packages' ``__init__.py`` too, so those count.  tests/repository/test_readme.py fails when
+Code lines leave out blank lines, comment-only lines and docstrings.  The totals, one per trust line
+(a line: the files it starts from and every trusted module they import, transitively; importing a
+module runs its packages' ``__init__.py`` too, so those count):
+
+- the replay trust line: every file under replay/;
+- the oracle re-checker: oracle/checks.py;
+- the theorem checks' trust line: the trusted modules that the theorem checks and the kappa study
+  (studies/theorem/, studies/kappa/) import, whose validated verdicts rest on them;
+- the oracle search's LP checks: exact/lp.py (every LP answer the search uses passed them);
+- the family closures: oracle/families.py (``softrank families``);
+
+then the trusted files on none of these lines (trusted by their folder only), if any.  tests/repository/test_readme.py fails when
 the README's copy differs from ``table()``.
 """
 
@@ -64,7 +72,7 @@ def _module_file(name: str) -> Path | None:
     """The file of module ``softrank.<name>`` (or a bare component name), if it is in the tree."""
     parts = name.split(".")
     parts = parts[1:] if parts[0] == "softrank" else parts
-    if not parts or parts[0] not in TRUSTED_DIRS + ("advisors", "fastpath", "cli", "api"):
+    if not parts or parts[0] not in TRUSTED_DIRS + ("advisors", "fastpath", "studies", "bench", "cli", "api"):
         return None
     path = ROOT.joinpath(*parts)
     for candidate in (path.with_suffix(".py"), path / "__init__.py"):
@@ -111,17 +119,45 @@ def trust_line(starts: list[Path]) -> list[Path]:
     return sorted(seen)
 
 
+def theorem_starts() -> list[Path]:
+    """The trusted modules that the theorem checks and the kappa study import directly."""
+    trusted = set(trusted_files())
+    return sorted({g for folder in ("theorem", "kappa") for f in (ROOT / "studies" / folder).rglob("*.py")
+                   for g in imported_files(f) if g in trusted})
+
+
+def trust_lines() -> list[tuple[str, list[Path], str]]:
+    """(name, files, what they are) for each trust line."""
+    return [
+        ("replay trust line", trust_line([f for f in trusted_files() if f.relative_to(ROOT).parts[0] == "replay"]),
+         "every file under `replay/` and the trusted modules they import, transitively"),
+        ("oracle re-checker", trust_line([ROOT / "oracle" / "checks.py"]),
+         "`oracle/checks.py` and the trusted modules it imports, transitively"),
+        ("theorem checks' trust line", trust_line(theorem_starts()),
+         "the trusted modules that `studies/theorem/` and `studies/kappa/` import, transitively: the "
+         "validated verdicts of `softrank theorem`, `softrank kappa` and `softrank study kappa` rest on them"),
+        ("oracle search's LP checks", trust_line([ROOT / "exact" / "lp.py"]),
+         "`exact/lp.py` and the trusted modules it imports, transitively: every LP answer the oracle's search "
+         "uses passed them; the oracle's verdicts are re-checked without them by the oracle re-checker"),
+        ("family closures", trust_line([ROOT / "oracle" / "families.py"]),
+         "`oracle/families.py` and the trusted modules it imports, transitively: the proofs of `softrank families`"),
+    ]
+
+
 def totals() -> list[str]:
-    replay = trust_line([f for f in trusted_files() if f.relative_to(ROOT).parts[0] == "replay"])
-    recheck = trust_line([ROOT / "oracle" / "checks.py"])
-    return [f"- replay trust line: {sum(map(code_lines, replay))} code lines in {len(replay)} files (every file "
-            "under `replay/` and the trusted modules they import, transitively)",
-            f"- oracle re-checker: {sum(map(code_lines, recheck))} code lines in {len(recheck)} files "
-            "(`oracle/checks.py` and the trusted modules it imports, transitively)"]
+    lines, on_a_line = [], set()
+    for name, files, what in trust_lines():
+        on_a_line.update(files)
+        lines.append(f"- {name}: {sum(map(code_lines, files))} code lines in {len(files)} files ({what})")
+    rest = [f for f in trusted_files() if f not in on_a_line]
+    if rest:
+        lines.append(f"- on none of these lines (trusted by their folder only): {sum(map(code_lines, rest))} code "
+                     "lines in " + ", ".join(f"`{f.relative_to(ROOT).as_posix()}`" for f in rest))
+    return lines
 
 
 def table() -> str:
-    """The README's table (code lines per trusted file) and, after it, the two totals."""
+    """The README's table (code lines per trusted file) and, after it, the totals of the trust lines."""
     rows = ["| file | code lines | role |", "|---|---:|---|"]
     for f in trusted_files():
         role = first_line(f).replace("|", "\\|")

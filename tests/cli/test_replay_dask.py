@@ -99,7 +99,7 @@ def test_bench_scale_measures_and_projects(store, capsys):
     import json
     from types import SimpleNamespace
 
-    from softrank.cli.bench import scale
+    from softrank.bench import scale
 
     assert scale.main(SimpleNamespace(target=str(store), quick=True, repeats=1, json=True)) == 0
     result = json.loads(capsys.readouterr().out)

@@ -12,7 +12,7 @@ import pytest
 from softrank.cli.report_constructions import (CONSTRUCTIONS, RESEARCH_BEST, constructions_section, figure_data,
                                                load_heldout)
 from softrank.cli.report_page import Page
-from softrank.fastpath.studies import heldout
+from softrank.studies.heldout import heldout
 from softrank.validated.errors import InputError
 
 

@@ -1,4 +1,5 @@
-"""Imports go one way: front ends (cli/) -> producer (fastpath/) -> search -> trusted core.
+"""Imports go one way: front ends (cli/), studies (studies/) and benchmarks (bench/) -> producer
+(fastpath/) -> search -> trusted core.
 
 The trusted core is every file under validated/, exact/, oracle/ and replay/ outside a folder named
 ``search``, and nothing else.  A trusted file imports only the standard library, numpy,
@@ -7,7 +8,9 @@ search module.  A search folder (oracle/search/: witness search, decoders, sub-c
 branch and bound, the HiGHS-backed LP solve) is untrusted: it may import the same libraries, the
 advisors and the trusted core, never the producer or the front ends.  Advisors import only the
 standard library, numpy, python-flint, highspy and each other.  The producer never imports the
-front ends.  Imports are read with ``ast`` (absolute, relative, inside functions, and
+front ends, a study or a benchmark; a study never imports a benchmark, nor a benchmark a study
+(both may import the front ends' shared helpers, the producer, the search, the advisors and the
+core).  Imports are read with ``ast`` (absolute, relative, inside functions, and
 ``importlib.import_module`` / ``__import__`` calls with a literal name).
 
 No module of the package imports itself back through others: the graph of module -> imported
@@ -25,7 +28,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ("validated", "exact", "oracle", "replay")
 SEARCH = "search"  # a folder of this name inside a core folder is untrusted
-COMPONENTS = CORE + ("advisors", "fastpath", "cli", "api")
+COMPONENTS = CORE + ("advisors", "fastpath", "studies", "bench", "cli", "api")
 THIRD_PARTY = {
     "trusted": {"numpy", "flint", "sympy", "mpmath"},
     "search": {"numpy", "flint", "sympy", "mpmath"},
@@ -38,6 +41,8 @@ ALLOWED = {
     "advisors": {"advisors"},
     "fastpath": {"trusted", "search", "advisors", "fastpath", "root"},
 }
+# zone -> zones it may not import (the studies and the benchmarks may import anything else)
+FORBIDDEN = {"studies": {"bench"}, "bench": {"studies"}}
 
 
 def _module_name(root: Path, file: Path) -> str:
@@ -104,13 +109,15 @@ def zone_of_file(root: Path, file: Path) -> str:
 
 def violations(root: Path) -> list[str]:
     bad = []
-    for part in CORE + ("advisors", "fastpath"):
+    for part in CORE + ("advisors", "fastpath", "studies", "bench"):
         for file in sorted((root / part).rglob("*.py")):
             zone = zone_of_file(root, file)
-            third = THIRD_PARTY.get(zone)  # None: the producer may use any library
+            third = THIRD_PARTY.get(zone)  # None: the producer, the studies and benchmarks may use any library
             for name in imported_modules(root, file):
                 target = zone_of_module(root, name)
-                if target is not None:
+                if target is not None and zone in FORBIDDEN:
+                    ok = target not in FORBIDDEN[zone]
+                elif target is not None:
                     ok = target in ALLOWED[zone]
                 elif third is None:
                     ok = True
@@ -127,6 +134,7 @@ def test_the_tree_obeys_the_layering():
     search = [f for f in (ROOT / "oracle").rglob("*.py") if zone_of_file(ROOT, f) == "search"]
     assert len(trusted) >= 20, "the trusted core should not be empty"
     assert len(search) >= 10 and (ROOT / "oracle" / SEARCH / "lp.py") in search
+    assert (ROOT / "studies" / "theorem" / "command.py").is_file() and (ROOT / "bench" / "command.py").is_file()
     assert violations(ROOT) == []
 
 
@@ -145,6 +153,12 @@ def _tree(tmp_path: Path) -> Path:
     (tmp_path / "fastpath" / "clean.py").write_text(
         "import torch\nfrom softrank.replay import reader\nfrom softrank.oracle.search.nerve import signed_simplices\n")
     (tmp_path / "cli" / "clean.py").write_text("import rich\nfrom softrank.fastpath import bracket\n")
+    (tmp_path / "studies" / "clean.py").write_text(
+        "import cvxpy\nfrom softrank.cli.args import check_count\nfrom softrank.fastpath import bracket\n"
+        "from softrank.oracle.search import witness\nfrom softrank.advisors import highs\nfrom softrank.validated import tau\n")
+    (tmp_path / "bench" / "clean.py").write_text(
+        "import pyarrow\nfrom softrank.cli.args import check_count\nfrom softrank.fastpath.store import demo\n"
+        "from softrank.replay import engine\n")
     return tmp_path
 
 
@@ -185,6 +199,19 @@ def _tree(tmp_path: Path) -> Path:
     ("fastpath", "from softrank.cli.args import parse_tolerances\n"),
     ("fastpath", "from ..cli import tables\n"),
     ("fastpath", "def f():\n    import softrank.cli\n"),
+    # the producer reaching up into a study or a benchmark
+    ("fastpath", "from softrank.studies.theorem.kappa import kappa_bracket_record\n"),
+    ("fastpath", "from ..studies import widths\n"),
+    ("fastpath", "def f():\n    import softrank.bench.scale\n"),
+    ("fastpath", "import importlib\nm = importlib.import_module('softrank.bench.command')\n"),
+    # the trusted core or the search reaching a study or a benchmark
+    ("validated", "from softrank.studies.theorem.record_logits import logits_float\n"),
+    ("replay", "from softrank.bench import store\n"),
+    ("oracle/search", "from softrank.studies.kappa import kappa_sdp\n"),
+    ("advisors", "import softrank.bench\n"),
+    # a study and a benchmark reaching each other
+    ("studies", "from softrank.bench.scale import measure\n"),
+    ("bench", "from ..studies.attack import attack\n"),
 ])
 def test_a_planted_violation_is_caught(tmp_path, folder, planted):
     root = _tree(tmp_path)

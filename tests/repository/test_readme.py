@@ -23,6 +23,17 @@ def test_trusted_core_table_is_current():
     assert mod.table() in README, "README's trusted-core table is stale: rerun docs/trusted_core_table.py"
 
 
+def test_the_study_only_trusted_modules_lie_on_their_own_trust_lines():
+    """The trusted modules that only the theorem checks, the oracle's search or the family closures
+    use are on a trust line of their own, not trusted by their folder alone."""
+    mod = _table_module()
+    lines = {name: {f.relative_to(ROOT).as_posix() for f in files} for name, files, _ in mod.trust_lines()}
+    theorem = lines["theorem checks' trust line"]
+    assert {"validated/tau.py", "validated/kappa_certificates.py", "validated/softmax_perturbation.py"} <= theorem
+    assert "exact/lp.py" in lines["oracle search's LP checks"] and "oracle/families.py" in lines["family closures"]
+    assert "exact/lp.py" not in lines["oracle re-checker"] and "replay/engine.py" not in theorem
+
+
 def test_the_two_commands():
     assert "./dev run" in README and "./dev test" in README
     ci = (ROOT / ".ci" / "run").read_text()

@@ -1,4 +1,4 @@
-"""kappa(T) brackets: validated/kappa_certificates.py (Lemmas K1-K3) and fastpath/studies/theorem/kappa_sdp.py."""
+"""kappa(T) brackets: validated/kappa_certificates.py (Lemmas K1-K3) and studies/theorem/kappa_sdp.py."""
 
 import itertools
 import json
@@ -12,7 +12,7 @@ from softrank.validated import kappa_certificates as kc
 
 
 def test_gauge_example_bracket_is_beta():
-    from softrank.fastpath.studies.theorem.kappa_sdp import bracket_kappa
+    from softrank.studies.theorem.kappa_sdp import bracket_kappa
 
     q = np.array([[1, 0], [-1, 0], [0, 1], [0, -1]], float)
     for beta in (1.0, 2.5):
@@ -22,7 +22,7 @@ def test_gauge_example_bracket_is_beta():
 
 
 def test_grid_family_bracket_matches_exact_value():
-    from softrank.fastpath.studies.theorem.kappa_sdp import balanced_factors, bracket_kappa
+    from softrank.studies.theorem.kappa_sdp import balanced_factors, bracket_kappa
 
     r, L = 2, 4
     s = math.log(8 * r / (1 - 0.25))
@@ -35,7 +35,7 @@ def test_grid_family_bracket_matches_exact_value():
 
 
 def test_random_bracket_sound_and_tight():
-    from softrank.fastpath.studies.theorem.kappa_sdp import bracket_kappa
+    from softrank.studies.theorem.kappa_sdp import bracket_kappa
 
     rng = np.random.default_rng(0)
     x0, y0 = rng.standard_normal((40, 4)), rng.standard_normal((36, 4))
@@ -48,7 +48,7 @@ def test_dual_bound_is_gauge_invariant_and_sound_for_any_k():
     rng = np.random.default_rng(3)
     x0, y0 = rng.standard_normal((20, 3)), rng.standard_normal((25, 3))
     p, q = rng.random(20), rng.random(25)
-    from softrank.fastpath.studies.theorem.kappa_sdp import polar_k
+    from softrank.studies.theorem.kappa_sdp import polar_k
 
     k = polar_k(x0, y0, p, q)
     v0 = kc.kappa_lower_dual(x0, y0, p, q, k)
@@ -119,7 +119,7 @@ def test_cli_kappa_bad_arguments(store):
 def test_similarity_makes_rank_deficient_dual_bound_sharp_and_invariant():
     """m = r points in r dimensions: the centred covariances are singular, G is a skew projector and
     ||G||_inf overshoots its spectral radius; the eigenvector similarity recovers the nuclear norm."""
-    from softrank.fastpath.studies.theorem.kappa_sdp import dual_lower_best, eigen_similarity, polar_k
+    from softrank.studies.theorem.kappa_sdp import dual_lower_best, eigen_similarity, polar_k
 
     rng = np.random.default_rng(5)
     r = 6
@@ -143,7 +143,7 @@ def test_similarity_makes_rank_deficient_dual_bound_sharp_and_invariant():
 
 
 def test_polar_k_with_different_ranks_is_sound():
-    from softrank.fastpath.studies.theorem.kappa_sdp import dual_lower_best
+    from softrank.studies.theorem.kappa_sdp import dual_lower_best
 
     rng = np.random.default_rng(9)
     x0 = rng.standard_normal((15, 2)) @ rng.standard_normal((2, 5))  # rank 2 in 5 dimensions

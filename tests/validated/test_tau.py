@@ -242,7 +242,7 @@ def test_input_error_without_a_field_names_only_where():
 
 
 def test_tau_study_refuses_logits_outside_the_theory_range_with_one_line():
-    from softrank.fastpath.studies.theorem.records import logits_float
+    from softrank.studies.theorem.record_logits import logits_float
 
     rec = SimpleNamespace(form="logits", logits=np.array([[0.0, 1e120], [1e120, 0.0]]), path="store/records/big")
     with pytest.raises(InputError) as info:

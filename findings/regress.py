@@ -1,6 +1,6 @@
-"""``softrank regress REPLAY_DIR [--out DIR]``: float64 versus validated verdicts of a replay.
+"""Float64 versus validated verdicts of a replay (``softrank regress REPLAY_DIR``).
 
-Reads ``verdicts.parquet`` and ``replay.parquet`` written by ``softrank replay`` and reports
+Reads ``verdicts.parquet`` and ``replay.parquet`` written by ``softrank replay`` and computes
 
 - **transitions**: per family and eps, how many (record, budget k) verdicts went from each float64
   verdict (feasible, impossible, unresolved, or none) to each validated verdict;
@@ -11,14 +11,9 @@ Reads ``verdicts.parquet`` and ``replay.parquet`` written by ``softrank replay``
   lemmas for impossible) and by how much, from the checkers' stored bounds and reasons;
 - **end_differences**: every (record, eps) whose validated end differs from the float64 end.
 
-Printed as rich tables and saved as parquet, csv and json in ``--out`` (default
-``REPLAY_DIR/regress``).  Reading only: nothing here decides a verdict.
-
-``--against BASELINE`` (another replay folder, or a baseline JSON written by ``--write-baseline``,
-such as ``tests/golden/expected.json``) compares, per record and eps, the status, the validated
-lower and upper ends, the witness outcome and the validated verdict at every budget, prints every
-change (and every record or eps present on one side only) and exits 1 on any
-(``softrank.cli.regress_baseline``).
+``save`` writes them as parquet, csv and json (the command line prints them as rich tables,
+``softrank.cli.regress``).  Reading only: nothing here decides a verdict.  Baselines
+(``--write-baseline``, ``--against``) are ``softrank.findings.regress_baseline``.
 """
 
 from __future__ import annotations
@@ -27,42 +22,18 @@ from collections import Counter, defaultdict
 from fractions import Fraction
 from pathlib import Path
 
-import json
-
 import pyarrow as pa
 
-from softrank.cli.args import check_count, path_arg
-from softrank.cli.paths import output_dir, output_file
-from softrank.cli.regress_baseline import baselines, check_baseline_target
-from softrank.cli.tables import write_table
-from softrank.fastpath.store.replay_table import eps_fraction, read_replay_table
-from softrank.validated.errors import InputError
+from softrank.fastpath.store.files import output_folder as output_dir
+from softrank.findings.replay_table import eps_fraction, read_replay_table
+from softrank.findings.tables import write_table
 
 VERDICTS = ("feasible", "impossible", "unresolved")
 FROM = VERDICTS + ("none",)
 
 
-EPILOG = """--json prints one object instead of the tables: {"verdicts" ((record, eps, k) compared),
-"agree", "failures" (float64 verdicts that fail validation), "contradicted", "lower_equal", "records"
-((record, eps) pairs), "tables" (the folder written), "baseline" (the file --write-baseline wrote, or
-null), "against" (or null), "changes" (every change against --against, one line each; null without
-it), "exit_code"}."""
-
-
-def configure(parser) -> None:
-    parser.add_argument("replay_dir", type=path_arg, help="folder with replay.parquet and verdicts.parquet (softrank replay --out)")
-    parser.add_argument("--out", default=None, type=path_arg, help="output folder (default: REPLAY_DIR/regress)")
-    parser.add_argument("--max-list", type=int, default=40, help="failures printed, >= 0 (all are saved)")
-    parser.add_argument("--against", default=None, metavar="BASELINE", type=path_arg,
-                        help="a replay folder or a baseline JSON: print every changed verdict or bracket, exit 1 on any")
-    parser.add_argument("--write-baseline", default=None, metavar="FILE.json", type=path_arg,
-                        help="write this replay's validated results as a baseline JSON (for --against)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object (keys below) instead of the tables")
-    parser.epilog = EPILOG
-
-
-def _read(folder: Path, name: str) -> list[dict]:
-    """The checked rows of FOLDER/NAME (``softrank.fastpath.store.replay_table.read_replay_table``)."""
+def read_rows(folder: Path, name: str) -> list[dict]:
+    """The checked rows of FOLDER/NAME (``softrank.findings.replay_table.read_replay_table``)."""
     return read_replay_table(folder, name)
 
 
@@ -181,68 +152,11 @@ def save(tables: dict[str, list[dict]], out: Path) -> None:
         write_table(out / name, rows, _SCHEMAS[name], formats=("parquet", "csv", "json"))
 
 
-def render(tables: dict[str, list[dict]], max_list: int) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    per = defaultdict(Counter)
-    for t in tables["transitions"]:
-        per[(t["family"], t["eps"])][(t["float64_verdict"], t["validated_verdict"])] += t["count"]
-    tab = Table(title="float64 -> validated verdicts: count of (record, budget k) per (family, eps)")
-    for col in ("family", "eps", "float64"):
-        tab.add_column(col, overflow="fold")
-    for v in VERDICTS:
-        tab.add_column(f"-> {v}", justify="right")
-    for (fam, eps), c in sorted(per.items()):
-        for f in FROM:
-            if any(c[(f, v)] for v in VERDICTS):
-                tab.add_row(fam, eps, f, *[(f"[bold]{c[(f, v)]}[/bold]" if f == v else str(c[(f, v)])) for v in VERDICTS])
-    console.print(tab)
-    ends = Table(title="validated ends equal to float64 ends, per (family, eps)")
-    for col in ("family", "eps", "records", "lower =", "upper ="):
-        ends.add_column(col, justify="right" if col not in ("family", "eps") else "left")
-    for e in tables["ends"]:
-        ends.add_row(e["family"], e["eps"], str(e["records"]), f"{e['lower_equal']} ({e['lower_equal_pct']:.1f}%)",
-                     f"{e['upper_equal']} ({e['upper_equal_pct']:.1f}%)")
-    console.print(ends)
-    fails = tables["failures"]
-    if fails:
-        ft = Table(title=f"float64 verdicts that fail validation ({len(fails)}; first {min(len(fails), max_list)})")
-        for col in ("record", "eps", "k", "float64", "validated", "reason"):
-            ft.add_column(col, overflow="fold")
-        for f in fails[:max_list]:
-            ft.add_row(f["record_id"], f["eps"], str(f["k"]), f["float64_verdict"], f["validated_verdict"], f["reason"])
-        console.print(ft)
-
-
-def run(args) -> int:
-    check_count(args.max_list, "max-list", minimum=0)
-    if getattr(args, "write_baseline", None) is not None:  # checked before any work or output
-        output_file(args.write_baseline, "write-baseline")
-        check_baseline_target(args)
-    folder = Path(args.replay_dir)
-    if not folder.is_dir():
-        raise InputError(str(folder), "", "not a folder")
-    tables = analyse(_read(folder, "replay.parquet"), _read(folder, "verdicts.parquet"))
-    out = Path(args.out) if args.out else folder / "regress"
-    save(tables, out)
-    as_json = getattr(args, "json", False)
-    if not as_json:
-        render(tables, args.max_list)
-    n = sum(t["count"] for t in tables["transitions"])
-    agree = sum(t["count"] for t in tables["transitions"] if t["float64_verdict"] == t["validated_verdict"])
-    records = sum(e["records"] for e in tables["ends"])
-    lower_eq = sum(e["lower_equal"] for e in tables["ends"])
-    contra = sum(1 for f in tables["failures"] if f["contradiction"])
-    if not as_json:
-        print(f"regress: {n} verdicts, {agree} agree; {len(tables['failures'])} float64 verdicts fail validation "
-              f"({contra} contradicted); lower ends equal on {lower_eq}/{records} (record, eps); tables: {out}")
-        return baselines(args, folder)
-    code, lines = baselines(args, folder, quiet=True)
-    against, written = getattr(args, "against", None), getattr(args, "write_baseline", None)
-    print(json.dumps({"verdicts": n, "agree": agree, "failures": len(tables["failures"]), "contradicted": contra,
-                      "lower_equal": lower_eq, "records": records, "tables": str(out),
-                      "baseline": None if written is None else str(written),
-                      "against": None if against is None else str(against), "changes": lines, "exit_code": code}))
-    return code
+def totals(tables: dict[str, list[dict]]) -> dict:
+    """What the summary line counts: verdicts compared and agreeing, failures, contradicted ones,
+    (record, eps) pairs and those with equal lower ends."""
+    trans, ends = tables["transitions"], tables["ends"]
+    return {"verdicts": sum(t["count"] for t in trans),
+            "agree": sum(t["count"] for t in trans if t["float64_verdict"] == t["validated_verdict"]),
+            "failures": len(tables["failures"]), "contradicted": sum(1 for f in tables["failures"] if f["contradiction"]),
+            "lower_equal": sum(e["lower_equal"] for e in ends), "records": sum(e["records"] for e in ends)}

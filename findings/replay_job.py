@@ -1,30 +1,31 @@
-"""``softrank replay STORE --out DIR``: validated replay of every certificate in a store.
+"""The replay of a store into a folder (``softrank replay STORE --out DIR``, ``softrank run``, the
+studies and benchmarks): ``ReplayJob`` and its ``ReplaySummary``.
 
 Output (each file written atomically into OUT):
 
-- ``replay.parquet`` / ``replay.csv``: one typed row per (record, eps) (``softrank.cli.replay_tables``):
+- ``replay.parquet`` / ``replay.csv``: one typed row per (record, eps) (``softrank.findings.replay_rows``):
   float64 and validated brackets, ``chi_upper``, the route, outcome and lemma of the upper witness,
   every lower certificate's outcome, the kind that proved the lower end, and the assumptions each
   accepted check rests on; the parquet metadata holds the softrank version, strict flag and store.  A malformed record gets one row with status
   ``malformed`` and the error; a contradiction (validated L > validated U) status
   ``contradiction``, no verdict, and exit code 3.
-- ``verdicts.parquet`` / ``verdicts.csv``: one row per (record, eps, budget k) (``--budgets``):
+- ``verdicts.parquet`` / ``verdicts.csv``: one row per (record, eps, budget k) (``budgets``):
   float64 verdict versus validated verdict.
 
-Exit codes: 0; 1 when an outcome named in ``--fail-on`` occurred; 2 on a malformed record (the
-others are still replayed and written); 3 on a contradiction.
+Exit codes (``ReplaySummary.exit_code``): 0; 1 when an outcome named in ``fail_on`` occurred; 2 on
+a malformed record (the others are still replayed and written); 3 on a contradiction.
 
-Records are independent.  With ``--jobs 1`` and no ``--scheduler`` they are replayed in this
-process; otherwise on dask.distributed (``softrank.fastpath.runner``): ``--jobs N`` starts a
-local cluster of N worker processes, ``--scheduler ADDRESS`` uses a running one (its workers must
-see STORE at the same path), ``--scheduler local`` forces a local cluster.  The tables are the same
+Records are independent.  With ``jobs=1`` and no ``scheduler`` they are replayed in this
+process; otherwise on dask.distributed (``softrank.fastpath.runner``): ``jobs=N`` starts a
+local cluster of N worker processes, ``scheduler=ADDRESS`` uses a running one (its workers must
+see STORE at the same path), ``scheduler="local"`` forces a local cluster.  The tables are the same
 in every case (store order).
 
 Nothing is lost when a run is killed, even by SIGKILL: each record's rows go to a journal in
 ``OUT/.partial/`` (one file per record, fsync'd, one rename) as soon as they are known; the tables
 and ``OUT/manifest.json`` (``"complete": true``) are written only at the end, after which the
 journal is removed.  A run starts by removing an old manifest and old tables, so partial output
-never looks complete.  ``--resume`` reads the journal and replays only the records it lacks (or
+never looks complete.  ``resume=True`` reads the journal and replays only the records it lacks (or
 whose ``record.json`` changed since); the parameters must match the journal's.
 
 The verdicts come from ``softrank.replay.engine``; this module only reads, times and tabulates.
@@ -33,22 +34,17 @@ The verdicts come from ``softrank.replay.engine``; this module only reads, times
 from __future__ import annotations
 
 import hashlib
-import json
-import sys
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable
 
 from softrank import __version__
-from softrank.cli.args import check_count, max_jobs, parse_int_list, path_arg
-from softrank.cli.paths import check_not_input, output_dir, store_records
-from softrank.cli.progress import progress as progress_bar
-from softrank.cli.replay_tables import DEFAULT_BUDGETS, REPLAY_COLUMNS, VERDICT_COLUMNS, result_rows
-from softrank.cli.tables import write_table
 from softrank.fastpath.runner import Journal, RecordsJob
-from softrank.fastpath.store.files import write_json
-from softrank.fastpath.store.replay_table import REPLAY_FILES
+from softrank.fastpath.store.files import check_not_input, output_folder, store_records, write_json
+from softrank.findings.replay_rows import DEFAULT_BUDGETS, REPLAY_COLUMNS, VERDICT_COLUMNS, malformed_row, result_rows
+from softrank.findings.replay_table import REPLAY_FILES
+from softrank.findings.tables import write_table
 from softrank.replay.engine import RecordResult, replay_record
 from softrank.replay.reader import read_record, record_entries
 from softrank.validated.errors import InputError
@@ -57,60 +53,6 @@ from softrank.validated.outcome import Outcome
 FAIL_ON = ("refuted", "unresolved", "malformed", "contradiction")
 JOURNAL = ".partial"
 OUTPUTS = REPLAY_FILES  # the manifest first
-
-
-def configure(parser) -> None:
-    parser.add_argument("store", type=path_arg, help="store folder (records/ + index.csv)")
-    parser.add_argument("--out", default=None, type=path_arg, help="output folder for replay.{parquet,csv} (default: STORE/replay)")
-    parser.add_argument("--strict", action="store_true", help="Arb balls throughout (no binary64 error-bound route)")
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="records replayed in parallel (>= 1; above 1: a local dask cluster of N processes)")
-    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                        help="replay on the dask.distributed scheduler at ADDRESS (workers must see STORE at the "
-                             "same path), or 'local' for a local cluster of --jobs processes")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue a killed run into the same OUT: records in OUT/.partial are not redone")
-    parser.add_argument("--quiet", action="store_true", help="only the summary line")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar (as in the other commands)")
-    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    parser.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)),
-                        help="rank budgets k of the verdict table (default 8,16,32)")
-    parser.add_argument("--fail-on", default="", metavar="OUTCOMES",
-                        help="exit 1 when any of these occurs: " + ",".join(FAIL_ON) + " (default: none; "
-                             "malformed records exit 2 and contradictions 3 regardless)")
-
-
-def progress_shown(args) -> bool:
-    """The progress bar is drawn on a terminal only, and not with --quiet or --no-progress."""
-    return not (args.quiet or getattr(args, "no_progress", False)) and sys.stderr.isatty()
-
-
-def run(args) -> int:
-    jobs = check_count(args.jobs, "jobs", maximum=max_jobs())
-    budgets = tuple(parse_int_list(args.budgets, "budgets", minimum=0))
-    fail_on = _fail_on(args.fail_on)
-    out = args.out or str(Path(args.store) / "replay")
-    job = ReplayJob(args.store, out, strict=args.strict, budgets=budgets, resume=getattr(args, "resume", False))
-    shown = progress_shown(args)
-    try:
-        with progress_bar(shown, job.total, "replay", start=job.resumed) as update:
-            summary = job.execute(jobs=jobs, scheduler=getattr(args, "scheduler", None), progress=lambda done, _: update(done))
-    except KeyboardInterrupt:
-        print(f"softrank replay: finished records are kept in {job.journal.folder}; rerun with --resume",
-              file=sys.stderr)
-        raise
-    for line in summary.errors:
-        print(f"softrank replay: error: {line}", file=sys.stderr)
-    print(json.dumps(summary.as_json(fail_on)) if args.json else summary.line())
-    return summary.exit_code(fail_on)
-
-
-def _fail_on(text: str) -> tuple[str, ...]:
-    names = tuple(t.strip() for t in text.split(",") if t.strip())
-    for name in names:
-        if name not in FAIL_ON:
-            raise InputError("arguments", "fail-on", f"unknown outcome {name!r} (known: {', '.join(FAIL_ON)})")
-    return names
 
 
 @dataclass
@@ -216,8 +158,7 @@ def _replay_folder(args: tuple[str, bool, tuple[int, ...]]) -> dict:
         record = read_record(folder)
     except InputError as err:
         line = err.one_line()
-        return {"fingerprint": fingerprint, "rows": [{"record_id": Path(folder).name, "status": "malformed",
-                                                      "error": line}],
+        return {"fingerprint": fingerprint, "rows": [malformed_row(Path(folder).name, line)],
                 "verdicts": [], "counts": {}, "errors": [line], "malformed": True}
     from threadpoolctl import threadpool_limits
 
@@ -243,7 +184,7 @@ class ReplayJob(RecordsJob):
         # never the store itself, nor its records/ (that would add a record), nor an OUT that would hold it
         check_not_input(out, inside=[store_records(store)], equal=[(store, f"the input store {store}")],
                         writes=OUTPUTS + (JOURNAL,))
-        self.out = output_dir(out)
+        self.out = output_folder(out)
         for name in OUTPUTS:  # the manifest first: from here on nothing here looks complete
             (self.out / name).unlink(missing_ok=True)
         params = {"store": str(Path(store).resolve()), "strict": self.strict, "budgets": list(self.budgets),
@@ -296,4 +237,4 @@ def replay_store(store, out, *, strict: bool = False, jobs: int = 1, budgets: tu
     return job.execute(jobs=jobs, scheduler=scheduler, progress=progress)
 
 
-__all__ = ["replay_store", "ReplayJob", "ReplaySummary", "result_rows", "REPLAY_COLUMNS", "VERDICT_COLUMNS"]
+__all__ = ["DEFAULT_BUDGETS", "FAIL_ON", "ReplayJob", "ReplaySummary", "record_counts", "replay_store"]

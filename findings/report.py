@@ -1,4 +1,5 @@
-"""``softrank report REPLAY_DIR --out FILE.html``: one self-contained HTML page a person can look at.
+"""The report of a replay (``softrank report REPLAY_DIR --out FILE.html``, ``softrank.report``): one
+self-contained HTML page a person can look at.
 
 Read from the replay tables (``replay.parquet``, ``verdicts.parquet`` of ``softrank replay``; the
 numbers are never recomputed from records): per family, every operator's validated bracket as a
@@ -6,20 +7,20 @@ vertical segment on a log scale, sorted by upper end, resolved ones coloured, wi
 line; the table per family and eps (operators, median L, median U, median U/L, resolved count and
 share, closed share); per family and eps a layer x head table (resolved count per head, coloured
 by the resolved share); one row per record and eps (model, layer, head, source, block, eps, L, U,
-status); the float64-to-validated verdict transitions (``softrank.cli.regress.analyse``);
+status); the float64-to-validated verdict transitions (``softrank.findings.regress.analyse``);
 the chi_upper and witness-margin distributions; for decoder blocks in several block widths, the
 share shown feasible / impossible at each budget against width; every malformed record, every
 witness not proved and every lower certificate not accepted, with its reason.
 
 *Resolved* means one thing everywhere on the page, the criterion of the results table
-(``softrank.cli.report_figures.is_resolved``: a proved witness and U <= 2L, or U - L <= 2, or
+(``softrank.findings.report_figures.is_resolved``: a proved witness and U <= 2L, or U - L <= 2, or
 U - L <= min(m, N)/10), which ``softrank run``'s summary applies to the float64 ends.
 
 Figures are PNG data URIs (matplotlib, Agg); each figure's data is embedded beside it as JSON
 (``<script type="application/json" id="data-FIGURE">``) and each table's rows likewise
 (``id="data-TABLE"``).  No external reference: the page opens offline.  ``--figures DIR`` also
-writes every figure as ``DIR/FIGURE.png``.  The page's sections are built by
-``softrank.cli.report_page``.
+writes every figure as ``DIR/FIGURE.png`` (``figures=``).  The page's sections are built by
+``softrank.findings.report_page``.
 """
 
 from __future__ import annotations
@@ -28,17 +29,13 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from softrank.cli.args import path_arg
-from softrank.cli.paths import check_not_input, output_dir, output_file, replay_tables
-from softrank.cli.regress import _read
-from softrank.cli.report_page import (Page, _brackets, _distributions, _header, _heads, _problems, _records,
-                                      _transitions, _widths)
 from softrank.fastpath.store.files import atomic_write
+from softrank.fastpath.store.files import output_folder as output_dir
+from softrank.findings.regress import read_rows
+from softrank.findings.report_page import (Page, _brackets, _distributions, _header, _heads, _problems, _records,
+                                           _transitions, _widths)
+from softrank.findings.tables import table_metadata
 from softrank.validated.errors import InputError
-
-EPILOG = """--json prints one object: {"report": the page's path, "figures": [figure names], "records",
-"rows" (record x eps rows), "rows_by_status", "summary": [{"family", "eps", "operators", "median_L",
-"median_U", "median_U_over_L", "resolved", "resolved_share", "closed_share"}, ...]}."""
 
 STYLE = """body{font-family:sans-serif;max-width:1400px;margin:1em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.2em;font-size:13px}th,td{border:1px solid #ccc;padding:2px 6px}
@@ -48,39 +45,13 @@ td.reason{max-width:700px;font-size:12px}td.heat{text-align:center;min-width:2.2
 td.resolved{color:#2b8a3e}td.unresolved{color:#e8590c}td.no_witness,td.malformed,td.contradiction{color:#c92a2a}"""
 
 
-def configure(parser) -> None:
-    parser.add_argument("replay_dir", type=path_arg, help="folder with replay.parquet and verdicts.parquet (softrank replay --out)")
-    parser.add_argument("--out", default=None, metavar="FILE.html", type=path_arg, help="the page (default: REPLAY_DIR/report.html)")
-    parser.add_argument("--figures", default=None, metavar="DIR", type=path_arg, help="also write every figure as DIR/NAME.png")
-    parser.add_argument("--heldout", default=None, metavar="HELDOUT_JSON", type=path_arg,
-                        help="add the held-out construction benchmark (heldout.json of softrank study constructions "
-                             "--panel; default: REPLAY_DIR/../heldout.json when there is one)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object (keys below) instead of the path")
-    parser.epilog = EPILOG
-
-
-def run(args) -> int:
-    out = Path(args.out) if args.out is not None else Path(args.replay_dir) / "report.html"
-    if args.out is not None:  # checked before the figures are drawn
-        output_file(out, folder_must_exist=False)
-    check_not_input(out, inside=replay_tables(args.replay_dir))  # never over the tables it reads
-    if args.figures is not None:
-        check_not_input(args.figures, "figures", inside=replay_tables(args.replay_dir))
-    info: dict = {}
-    path = write_report(args.replay_dir, out, figures=args.figures, info=info, heldout=args.heldout)
-    print(json.dumps(info, sort_keys=True) if getattr(args, "json", False) else f"report: {path}")
-    return 0
-
-
 def load(replay_dir) -> dict:
     """The replay and verdict rows (older tables: ``chi`` read as ``chi_upper``), the parquet
     metadata and the manifest, if any."""
-    from softrank.cli.tables import table_metadata
-
     folder = Path(replay_dir)
     if not folder.is_dir():
         raise InputError(str(folder), "", "not a folder")
-    rows, verdicts = _read(folder, "replay.parquet"), _read(folder, "verdicts.parquet")
+    rows, verdicts = read_rows(folder, "replay.parquet"), read_rows(folder, "verdicts.parquet")
     manifest = None
     if (folder / "manifest.json").is_file():
         try:
@@ -109,14 +80,14 @@ def write_report(replay_dir, out, figures=None, info: dict | None = None, resear
                  heldout=None) -> Path:
     """Build the page from REPLAY_DIR's tables into OUT (atomic); with ``figures``, the PNGs too.
     ``info`` (a dict) receives what ``--json`` prints; ``research`` adds the comparison with the
-    research page's figures (``softrank.cli.report_research``; ``softrank run --panel full``);
+    research page's figures (``softrank.findings.report_research``; ``softrank run --panel full``);
     ``heldout`` (a heldout.json; default REPLAY_DIR/../heldout.json if it exists) the held-out
-    construction benchmark (``softrank.cli.report_constructions``)."""
+    construction benchmark (``softrank.findings.report_constructions``)."""
     if heldout is None and (Path(replay_dir).parent / "heldout.json").is_file():
         heldout = Path(replay_dir).parent / "heldout.json"
     data = load(replay_dir)
     if heldout is not None:
-        from softrank.cli.report_constructions import load_heldout
+        from softrank.findings.report_constructions import load_heldout
 
         data["heldout"], data["heldout_path"] = load_heldout(heldout), str(heldout)
     return _write(data, out, figures, info, research)
@@ -126,7 +97,7 @@ def write_report_data(rows: list[dict], verdicts: list[dict], out, figures=None,
                       meta: dict | None = None, info: dict | None = None) -> Path:
     """The same page from rows in memory (``softrank.report`` of a ``softrank.Results``): the rows
     of ``replay.parquet`` and ``verdicts.parquet``, checked as the tables are when read."""
-    from softrank.fastpath.store.replay_table import REQUIRED, check_table_rows
+    from softrank.findings.replay_table import REQUIRED, check_table_rows
 
     rows, verdicts = [dict(r) for r in rows], [dict(v) for v in verdicts]
     for name, table in (("replay.parquet", rows), ("verdicts.parquet", verdicts)):
@@ -141,11 +112,11 @@ def _write(data: dict, out, figures, info: dict | None, research: bool = False) 
     _header(page, data)
     summary = _brackets(page, data["rows"])
     if research:  # softrank run --panel full: beside the research page's float64 figures
-        from softrank.cli.report_research import research_section
+        from softrank.findings.report_research import research_section
 
         research_section(page, summary)
     if data.get("heldout") is not None:
-        from softrank.cli.report_constructions import constructions_section
+        from softrank.findings.report_constructions import constructions_section
 
         constructions_section(page, data["heldout"], data["heldout_path"])
     _heads(page, data["rows"])

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from softrank.exact.tolerance import Tolerance
-from softrank.fastpath.store.replay_table import eps_fraction
-from softrank.cli.tables import table_metadata
+from softrank.findings.replay_table import eps_fraction
+from softrank.findings.tables import table_metadata
 from softrank.fastpath.float64 import rowsoftmax64
 from softrank.fastpath.store.writer import RecordWriter
 

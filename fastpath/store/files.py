@@ -2,7 +2,8 @@
 
 A file is written to a temporary name in its destination folder and moved into place with one
 ``os.replace``: a reader sees the old file or the new one, never a partial one, and an exception
-while writing leaves the old file untouched and no temporary file behind.
+while writing leaves the old file untouched and no temporary file behind.  ``check_not_input``
+guards an output path against changing an input (a store, its ``records/``, a replay table).
 """
 
 from __future__ import annotations
@@ -207,6 +208,8 @@ def check_not_input(out, field: str = "out", *, inside=(), equal=(), writes=()) 
     ``(path, description)``.  For an output folder, ``writes`` names what the command creates in it
     (``OUT/NAME``): none of those may be or hold an input.  Links are followed, so a link to an input
     is that input.  Any of these is an ``InputError`` naming ``out`` and ``field``."""
+    from softrank.validated.errors import InputError
+
     def real(path) -> Path:
         try:
             return Path(os.path.realpath(path))

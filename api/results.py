@@ -7,9 +7,9 @@
 - :func:`report` writes the self-contained HTML page of ``softrank report`` from a
   :class:`Results` or a replay folder.
 
-The rows are built by the command line's own code (``result_rows``), so ``Results.to_arrow()``
-of a store and ``replay.parquet`` of ``softrank replay`` of that store hold the same values (the
-``seconds`` column apart).  Nothing here decides anything: the verdicts are the engine's.
+The rows are built by the code that builds those of ``softrank replay`` (the results room,
+``softrank.findings``: ``result_rows``), so ``Results.to_arrow()`` of a store and ``replay.parquet``
+of ``softrank replay`` of that store hold the same values (the ``seconds`` column apart).  Nothing here decides anything: the verdicts are the engine's.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ IN_MEMORY = "(in memory: softrank.results)"
 
 
 def _tables():
-    """The replay tables' schema and row builder (they live with the command line's replay)."""
-    from softrank.cli.replay_tables import REPLAY_COLUMNS, VERDICT_COLUMNS, result_rows
+    """The replay tables' schema and row builder (the results room's, ``softrank.findings.replay_rows``)."""
+    from softrank.findings.replay_rows import REPLAY_COLUMNS, VERDICT_COLUMNS, result_rows
 
     return REPLAY_COLUMNS, VERDICT_COLUMNS, result_rows
 
@@ -92,15 +92,15 @@ class Results:
         """Per family and eps (the report's table): operators, median L, median U, median U/L,
         ``resolved`` (count) and ``resolved_share`` by the one criterion of the results table
         (U <= 2L, or U - L <= 2, or U - L <= min(m, N)/10, with a proved witness), ``closed_share``."""
-        from softrank.cli.report_figures import family_summary
+        from softrank.findings.report_figures import family_summary
 
         return family_summary(self.rows)
 
     def write(self, folder) -> Path:
         """``replay.parquet``/``.csv`` and ``verdicts.parquet``/``.csv`` in FOLDER, as ``softrank
         replay --out FOLDER`` writes them (``softrank report FOLDER`` reads them); returns FOLDER."""
-        from softrank.cli.paths import output_dir
-        from softrank.cli.tables import write_table
+        from softrank.fastpath.store.files import output_folder as output_dir
+        from softrank.findings.tables import write_table
 
         replay_columns, verdict_columns, _ = _tables()
         out = output_dir(folder)
@@ -113,8 +113,8 @@ class Results:
     def read(cls, folder) -> Results:
         """The tables ``softrank replay`` wrote into FOLDER, every row checked as ``softrank report``
         checks it (a damaged table is an ``InputError`` naming the file, row and column)."""
-        from softrank.cli.tables import table_metadata
-        from softrank.fastpath.store.replay_table import read_replay_table
+        from softrank.findings.replay_table import read_replay_table
+        from softrank.findings.tables import table_metadata
 
         folder = Path(folder)
         rows, verdicts = read_replay_table(folder, "replay.parquet"), read_replay_table(folder, "verdicts.parquet")
@@ -138,7 +138,9 @@ def _replay(record: core.Record, strict: bool, budgets: tuple[int, ...], checked
 
 
 def _malformed(record_id: str, err: InputError) -> list[dict]:
-    return [{"record_id": record_id, "status": "malformed", "error": err.one_line()}]
+    from softrank.findings.replay_rows import malformed_row
+
+    return [malformed_row(record_id, err.one_line())]
 
 
 def _store_folders(path: Path) -> list[Path]:
@@ -209,7 +211,7 @@ def report(source, out="report.html", figures=None) -> Path:
     """The HTML page of ``softrank report`` (self-contained: figures as data URIs) at OUT, from a
     :class:`Results`, a replay folder, or anything :func:`results` takes (replayed first);
     ``figures``: also write every figure as ``FIGURES/NAME.png``.  Returns the path of the page."""
-    from softrank.cli.report import write_report, write_report_data
+    from softrank.findings.report import write_report, write_report_data
 
     if isinstance(source, (str, os.PathLike)) and (Path(source) / "replay.parquet").exists() \
             and not (Path(source) / "records").is_dir():

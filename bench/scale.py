@@ -3,7 +3,7 @@ a local dask.distributed cluster of 1 and of 2 worker processes, and a projectio
 
 Without STORE a demonstration store is built in a temporary folder (``softrank.fastpath.store.demo``:
 200 operators of 64 x 64; ``--quick``: 40 of 48).  Each configuration replays the whole store
-through ``softrank.cli.replay.replay_store`` into its own folder (journal, tables and manifest
+through ``softrank.findings.replay_job.replay_store`` into its own folder (journal, tables and manifest
 included); a cluster is started before its clock starts, and its start-up time is printed apart.
 The tables of every configuration must be identical (the timing column aside), else exit 1.
 
@@ -36,7 +36,7 @@ def _tables(folder: Path) -> dict:
 
 def _timed(store, out: Path, repeats: int, **kw) -> float:
     """Median wall seconds of ``repeats`` replays of STORE into OUT."""
-    from softrank.cli.replay import replay_store
+    from softrank.findings.replay_job import replay_store
 
     times = []
     for _ in range(repeats):

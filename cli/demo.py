@@ -25,7 +25,7 @@ def configure(parser) -> None:
 def run(args) -> int:
     from softrank.cli.args import check_count
     from softrank.cli.paths import output_dir
-    from softrank.cli.replay import replay_store
+    from softrank.findings.replay_job import replay_store
     from softrank.fastpath.store.demo import DEMO_STYLE, build_demo_store
 
     check_count(args.operators, "operators", maximum=MAX_OPERATORS)
@@ -41,8 +41,8 @@ def run(args) -> int:
     if getattr(args, "json", False):
         import json
 
-        from softrank.cli.report_figures import family_summary
-        from softrank.fastpath.store.replay_table import read_replay_table
+        from softrank.findings.report_figures import family_summary
+        from softrank.findings.replay_table import read_replay_table
 
         rows = read_replay_table(out / "replay", "replay.parquet")
         print(json.dumps({"store": str(out / "store"), "replay": str(out / "replay"), "operators": len(ids),

@@ -1,45 +1,27 @@
 """``softrank regress REPLAY_DIR [--out DIR]``: float64 versus validated verdicts of a replay.
 
-Reads ``verdicts.parquet`` and ``replay.parquet`` written by ``softrank replay`` and reports
-
-- **transitions**: per family and eps, how many (record, budget k) verdicts went from each float64
-  verdict (feasible, impossible, unresolved, or none) to each validated verdict;
-- **ends**: per family and eps, how many records have validated lower (upper) end equal to the
-  float64 one;
-- **failures**: every (record, eps, k) whose float64 verdict (feasible or impossible) is not the
-  validated one, with the reason: which inequality (Lemma U for feasible, the lower certificates'
-  lemmas for impossible) and by how much, from the checkers' stored bounds and reasons;
-- **end_differences**: every (record, eps) whose validated end differs from the float64 end.
-
-Printed as rich tables and saved as parquet, csv and json in ``--out`` (default
-``REPLAY_DIR/regress``).  Reading only: nothing here decides a verdict.
+The arguments and what is printed: the transitions, ends and failures computed by the results
+room (``softrank.findings.regress``) as rich tables, saved as parquet, csv and json in ``--out``
+(default ``REPLAY_DIR/regress``).  Reading only: nothing here decides a verdict.
 
 ``--against BASELINE`` (another replay folder, or a baseline JSON written by ``--write-baseline``,
 such as ``tests/golden/expected.json``) compares, per record and eps, the status, the validated
 lower and upper ends, the witness outcome and the validated verdict at every budget, prints every
 change (and every record or eps present on one side only) and exits 1 on any
-(``softrank.cli.regress_baseline``).
+(``softrank.findings.regress_baseline``).
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
-from fractions import Fraction
 from pathlib import Path
 
-import json
-
-import pyarrow as pa
-
 from softrank.cli.args import check_count, path_arg
-from softrank.cli.paths import output_dir, output_file
-from softrank.cli.regress_baseline import baselines, check_baseline_target
-from softrank.cli.tables import write_table
-from softrank.fastpath.store.replay_table import eps_fraction, read_replay_table
+from softrank.cli.paths import check_not_input, output_file, replay_tables
+from softrank.findings.regress import FROM, VERDICTS, analyse, read_rows, save, totals
+from softrank.findings.regress_baseline import changes, load_baseline, replay_baseline, write_baseline
 from softrank.validated.errors import InputError
-
-VERDICTS = ("feasible", "impossible", "unresolved")
-FROM = VERDICTS + ("none",)
 
 
 EPILOG = """--json prints one object instead of the tables: {"verdicts" ((record, eps, k) compared),
@@ -59,126 +41,6 @@ def configure(parser) -> None:
                         help="write this replay's validated results as a baseline JSON (for --against)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (keys below) instead of the tables")
     parser.epilog = EPILOG
-
-
-def _read(folder: Path, name: str) -> list[dict]:
-    """The checked rows of FOLDER/NAME (``softrank.fastpath.store.replay_table.read_replay_table``)."""
-    return read_replay_table(folder, name)
-
-
-def _lower_explanation(row: dict, k: int | None) -> str:
-    """Which lower certificates could have proved ``r > k`` and why they were not accepted."""
-    outcomes = row.get("lower_outcomes") or []
-    relevant = [f"{o['kind']} claims r >= {o['claimed']}: {o['outcome']}" for o in outcomes
-                if k is None or o.get("claimed") is None or o["claimed"] > k]
-    reasons = "; ".join(f"{o['kind']}: {o['reason']}" for o in outcomes if o.get("reason"))
-    if not relevant:
-        return "no lower certificate stored with a claim above the budget" + (f" (reasons: {reasons})" if reasons else "")
-    return "; ".join(relevant) + (f" | {reasons}" if reasons else "")
-
-
-def _upper_explanation(row: dict) -> str:
-    outcome = row.get("upper_outcome")
-    if outcome is None:
-        return "no upper witness stored"
-    bound = row.get("upper_bound") or ""
-    eps = eps_fraction(row.get("eps") or "")
-    excess = ""
-    try:
-        if bound and eps is not None:
-            excess = f", excess bound - eps = {float(Fraction(bound) - eps):+.3e}"
-    except (ValueError, ZeroDivisionError):
-        pass
-    reason = row.get("upper_reason") or ""
-    return (f"Lemma U (||A - X Y^T||_inf <= eps, rank {row.get('upper_rank')}): {outcome}; "
-            f"certified bound {bound or '?'} vs eps {row.get('eps')}{excess}" + (f"; {reason}" if reason else ""))
-
-
-def analyse(replay_rows: list[dict], verdict_rows: list[dict]) -> dict[str, list[dict]]:
-    ends, differences = _ends(replay_rows)
-    return {"transitions": _transitions(verdict_rows), "ends": ends, "failures": _failures(replay_rows, verdict_rows),
-            "end_differences": differences}
-
-
-def _transitions(verdict_rows: list[dict]) -> list[dict]:
-    trans = Counter()
-    for v in verdict_rows:
-        f = v.get("float64_verdict") or "none"
-        trans[(v.get("family") or "", v.get("eps") or "", f, v.get("validated_verdict") or "")] += 1
-    return [{"family": fam, "eps": eps, "float64_verdict": f, "validated_verdict": val, "count": c}
-            for (fam, eps, f, val), c in sorted(trans.items())]
-
-
-def _failures(replay_rows: list[dict], verdict_rows: list[dict]) -> list[dict]:
-    by_key = {(r["record_id"], r.get("eps")): r for r in replay_rows if r.get("status") == "ok"}
-    failures = []
-    for v in verdict_rows:
-        f, val = v.get("float64_verdict") or "", v.get("validated_verdict") or ""
-        if f not in ("feasible", "impossible") or f == val:
-            continue
-        row = by_key.get((v["record_id"], v.get("eps")), {})
-        if f == "impossible":
-            end, inequality = "lower", _lower_explanation(row, v.get("k"))
-            f_end, v_end = row.get("float64_lower"), row.get("validated_lower")
-        else:
-            end, inequality = "upper", _upper_explanation(row)
-            f_end, v_end = row.get("float64_upper"), row.get("validated_upper")
-        failures.append({"record_id": v["record_id"], "family": v.get("family") or "", "eps": v.get("eps") or "",
-                         "k": v.get("k"), "float64_verdict": f, "validated_verdict": val, "end": end,
-                         "float64_end": f_end, "validated_end": v_end,
-                         "contradiction": val in ("feasible", "impossible"), "reason": inequality})
-    return failures
-
-
-def _ends(replay_rows: list[dict]) -> tuple[list[dict], list[dict]]:
-    """Per (family, eps): how many validated ends equal the float64 ones; and every end that differs."""
-    ends = defaultdict(Counter)
-    differences = []
-    for r in replay_rows:
-        if r.get("status") != "ok":
-            continue
-        key = (r.get("family") or "", r.get("eps") or "")
-        c = ends[key]
-        c["records"] += 1
-        c["lower_equal"] += r.get("validated_lower") == r.get("float64_lower")
-        c["upper_equal"] += r.get("validated_upper") == r.get("float64_upper")
-        for end in ("lower", "upper"):
-            fv, vv = r.get(f"float64_{end}"), r.get(f"validated_{end}")
-            if fv == vv:
-                continue
-            why = _lower_explanation(r, None) if end == "lower" else _upper_explanation(r)
-            if end == "lower" and fv is not None and vv is not None and vv > fv:
-                why = f"validated lower above float64's ({r.get('lower_kind')}); " + why
-            differences.append({"record_id": r["record_id"], "family": key[0], "eps": key[1], "end": end,
-                                "float64_end": fv, "validated_end": vv, "reason": why})
-    rows = [{"family": fam, "eps": eps, "records": c["records"], "lower_equal": c["lower_equal"],
-             "upper_equal": c["upper_equal"],
-             "lower_equal_pct": 100.0 * c["lower_equal"] / c["records"] if c["records"] else 0.0,
-             "upper_equal_pct": 100.0 * c["upper_equal"] / c["records"] if c["records"] else 0.0}
-            for (fam, eps), c in sorted(ends.items())]
-    return rows, differences
-
-
-_SCHEMAS = {
-    "transitions": [("family", pa.string()), ("eps", pa.string()), ("float64_verdict", pa.string()),
-                    ("validated_verdict", pa.string()), ("count", pa.int64())],
-    "ends": [("family", pa.string()), ("eps", pa.string()), ("records", pa.int64()), ("lower_equal", pa.int64()),
-             ("upper_equal", pa.int64()), ("lower_equal_pct", pa.float64()), ("upper_equal_pct", pa.float64())],
-    "failures": [("record_id", pa.string()), ("family", pa.string()), ("eps", pa.string()), ("k", pa.int64()),
-                 ("float64_verdict", pa.string()), ("validated_verdict", pa.string()), ("end", pa.string()),
-                 ("float64_end", pa.int64()), ("validated_end", pa.int64()), ("contradiction", pa.bool_()),
-                 ("reason", pa.string())],
-    "end_differences": [("record_id", pa.string()), ("family", pa.string()), ("eps", pa.string()),
-                        ("end", pa.string()), ("float64_end", pa.int64()), ("validated_end", pa.int64()),
-                        ("reason", pa.string())],
-}
-
-
-def save(tables: dict[str, list[dict]], out: Path) -> None:
-    """Each table as ``NAME.parquet``, ``NAME.csv`` and ``NAME.json`` in OUT (each file atomic)."""
-    out = output_dir(out)
-    for name, rows in tables.items():
-        write_table(out / name, rows, _SCHEMAS[name], formats=("parquet", "csv", "json"))
 
 
 def render(tables: dict[str, list[dict]], max_list: int) -> None:
@@ -224,25 +86,52 @@ def run(args) -> int:
     folder = Path(args.replay_dir)
     if not folder.is_dir():
         raise InputError(str(folder), "", "not a folder")
-    tables = analyse(_read(folder, "replay.parquet"), _read(folder, "verdicts.parquet"))
+    tables = analyse(read_rows(folder, "replay.parquet"), read_rows(folder, "verdicts.parquet"))
     out = Path(args.out) if args.out else folder / "regress"
     save(tables, out)
-    as_json = getattr(args, "json", False)
-    if not as_json:
+    counts = totals(tables)
+    if not getattr(args, "json", False):
         render(tables, args.max_list)
-    n = sum(t["count"] for t in tables["transitions"])
-    agree = sum(t["count"] for t in tables["transitions"] if t["float64_verdict"] == t["validated_verdict"])
-    records = sum(e["records"] for e in tables["ends"])
-    lower_eq = sum(e["lower_equal"] for e in tables["ends"])
-    contra = sum(1 for f in tables["failures"] if f["contradiction"])
-    if not as_json:
-        print(f"regress: {n} verdicts, {agree} agree; {len(tables['failures'])} float64 verdicts fail validation "
-              f"({contra} contradicted); lower ends equal on {lower_eq}/{records} (record, eps); tables: {out}")
+        print(f"regress: {counts['verdicts']} verdicts, {counts['agree']} agree; {counts['failures']} float64 verdicts "
+              f"fail validation ({counts['contradicted']} contradicted); lower ends equal on "
+              f"{counts['lower_equal']}/{counts['records']} (record, eps); tables: {out}")
         return baselines(args, folder)
     code, lines = baselines(args, folder, quiet=True)
     against, written = getattr(args, "against", None), getattr(args, "write_baseline", None)
-    print(json.dumps({"verdicts": n, "agree": agree, "failures": len(tables["failures"]), "contradicted": contra,
-                      "lower_equal": lower_eq, "records": records, "tables": str(out),
-                      "baseline": None if written is None else str(written),
-                      "against": None if against is None else str(against), "changes": lines, "exit_code": code}))
+    print(json.dumps(dict(counts, tables=str(out), baseline=None if written is None else str(written),
+                          against=None if against is None else str(against), changes=lines, exit_code=code)))
     return code
+
+
+def check_baseline_target(args) -> None:
+    """``--write-baseline`` is never one of the tables read (REPLAY_DIR's, or those of an
+    ``--against`` folder), nor the ``--against`` file itself (it is written before that is read)."""
+    inputs = replay_tables(args.replay_dir)
+    against = getattr(args, "against", None)
+    if against is not None:
+        inputs += replay_tables(against) if Path(against).is_dir() else [(against, f"the --against baseline {against}")]
+    check_not_input(args.write_baseline, "write-baseline", inside=inputs)
+
+
+def baselines(args, folder: Path, quiet: bool = False):
+    """``--write-baseline`` and ``--against``: 1 when the replay differs from the baseline.  With
+    ``quiet`` nothing is printed and the result is (exit code, the change lines or None)."""
+    against, write = getattr(args, "against", None), getattr(args, "write_baseline", None)
+    if against is None and write is None:
+        return (0, None) if quiet else 0
+    current = replay_baseline(folder)
+    if write is not None:
+        check_baseline_target(args)  # over an input table or the --against file: refused (checked first in run)
+        write_baseline(current, write)
+        if not quiet:
+            print(f"regress: baseline of {len(current['records'])} records written to {write}")
+    if against is None:
+        return (0, None) if quiet else 0
+    lines = changes(load_baseline(against), current)
+    if quiet:
+        return (1 if lines else 0), lines
+    for line in lines:
+        print(f"CHANGED {line}")
+    print(f"regress against {against}: {len(lines)} change{'s' if len(lines) != 1 else ''} "
+          f"({len(current['records'])} records compared)")
+    return 1 if lines else 0

@@ -128,7 +128,7 @@ def run(args) -> int:
     table = summarise(rows, replay_by_tolerance(replay.rows), tolerances)  # 4. summary
     _write_summary(out, table, times)
     _print_table(console, table, times, summary)
-    from softrank.cli.report import write_report
+    from softrank.findings.report import write_report
 
     page = write_report(replay.out, out / "report.html", research=args.panel == "full")
     code = 0 if not summary.malformed else 2
@@ -193,7 +193,7 @@ def _bracket(store: Path, tolerances: list[Tolerance], args, progress: bool) -> 
 
 def _replay(store: Path, out: Path, args, progress: bool):
     """The replay job after its run (its ``rows`` and ``out``) and its summary."""
-    from softrank.cli.replay import ReplayJob
+    from softrank.findings.replay_job import ReplayJob
 
     job = ReplayJob(store, out, resume=args.resume)
     with progress_report(progress, "replay") as report:

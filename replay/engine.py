@@ -4,7 +4,7 @@ For every tolerance of a record it asks the registered rules (``softrank.replay.
 accept the upper witness and each lower certificate, keeps the largest proved lower end and the
 proved upper rank, and refuses a verdict when the proved ends contradict each other (validated
 L > validated U cannot happen for sound rules: it is reported as an error naming both
-certificates).  Tables and summaries are written by the front end (``softrank.cli.replay``).
+certificates).  Tables and summaries are written by the results room (``softrank.findings.replay_job``).
 """
 
 from __future__ import annotations

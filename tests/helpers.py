@@ -178,7 +178,7 @@ def assert_strays_reported(returncode: int, stderr: str, names=STRAY_ENTRIES) ->
 def demo_store_and_replay(root, operators: int, seed: int, replay: str = "replayed", size: int = 8):
     """ROOT/store: a bracketed demo store of ``operators`` records of size x size; ROOT/REPLAY: its
     validated replay (the inputs of the command-line tests of bad input)."""
-    from softrank.cli.replay import replay_store
+    from softrank.findings.replay_job import replay_store
     from softrank.fastpath.store.demo import build_demo_store
 
     build_demo_store(root / "store", operators=operators, size=size, seed=seed)

@@ -2,7 +2,8 @@
 
 A file is written to a temporary name in its destination folder and moved into place with one
 ``os.replace``: a reader sees the old file or the new one, never a partial one, and an exception
-while writing leaves the old file untouched and no temporary file behind.
+while writing leaves the old file untouched and no temporary file behind.  ``check_not_input``
+guards an output path against changing an input (a store, its ``records/``, a replay table).
 """
 
 from __future__ import annotations
@@ -193,3 +194,37 @@ def output_folder(path, field: str = "out", empty: bool = False) -> Path:
     except OSError as err:
         raise InputError(str(path), field, f"cannot create the folder: {err.strerror or err}") from None
     return path
+
+
+def store_records(store) -> tuple:
+    """``(STORE/records, description)`` for ``check_not_input``: nothing may be written into or as it."""
+    return (Path(store) / "records", f"the records folder of the input store {store}")
+
+
+def check_not_input(out, field: str = "out", *, inside=(), equal=(), writes=()) -> None:
+    """Checked before anything is written: the output ``out`` (a folder or a file) must not be one of
+    the inputs ``inside`` nor lie inside one of them, and must not be one of the inputs ``equal`` (a
+    folder that may hold outputs, such as the store that ``STORE/replay`` lies in).  Each input is
+    ``(path, description)``.  For an output folder, ``writes`` names what the command creates in it
+    (``OUT/NAME``): none of those may be or hold an input.  Links are followed, so a link to an input
+    is that input.  Any of these is an ``InputError`` naming ``out`` and ``field``."""
+    from softrank.validated.errors import InputError
+
+    def real(path) -> Path:
+        try:
+            return Path(os.path.realpath(path))
+        except (OSError, RuntimeError, ValueError) as err:
+            raise InputError(str(out), field, f"cannot resolve the path {path}: {err}") from None
+
+    target = real(out)
+    checked = [(real(p), what, True) for p, what in inside] + [(real(p), what, False) for p, what in equal]
+    for path, what, tree in checked:
+        if target == path:
+            raise InputError(str(out), field, f"is {what} (choose another path; nothing was written)")
+        if tree and path in target.parents:
+            raise InputError(str(out), field, f"lies inside {what} (choose a path outside it; nothing was written)")
+        for name in writes:
+            dest = target / name
+            if dest == path or dest in path.parents:
+                raise InputError(str(out), field, f"would write {dest}, which is or holds {what} "
+                                                  "(choose another path; nothing was written)")

@@ -49,8 +49,8 @@ def _extract(args, out: Path, progress: bool) -> list[str]:
 
 def held_out(args) -> int:
     from softrank.cli.bracket import run_bracket
-    from softrank.cli.replay import ReplayJob
-    from softrank.cli.report import write_report
+    from softrank.findings.replay_job import ReplayJob
+    from softrank.findings.report import write_report
     from softrank.fastpath.bracket.store import COMPLETION
     from softrank.studies.heldout import heldout
 

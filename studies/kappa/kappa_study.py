@@ -60,9 +60,9 @@ def interleave(items: list[dict]) -> list[dict]:
 def read_brackets(replay_dir) -> dict:
     """{record_id: {eps_value: (eps text, validated_lower, validated_upper)}} from a replay table;
     every row with a bracket is checked as ``softrank regress`` and ``softrank report`` check it
-    (``softrank.fastpath.store.replay_table.check_replay_row``: integers, finite, 0 <= L <= U, a known status,
+    (``softrank.findings.replay_table.check_replay_row``: integers, finite, 0 <= L <= U, a known status,
     valid JSON lists): a damaged table is an ``InputError`` naming the file, row and column."""
-    from softrank.fastpath.store.replay_table import check_replay_row, read_parquet_rows
+    from softrank.findings.replay_table import check_replay_row, read_parquet_rows
 
     path = Path(replay_dir) / "replay.parquet"
     columns, rows = read_parquet_rows(replay_dir, "replay.parquet")

@@ -1,5 +1,5 @@
 """What the front ends share: the parsers for tolerances, integer lists and counts (one-line
-``InputError``), the progress bar, the typed table writer, and ``softrank replay``'s progress."""
+``InputError``), the progress bar, and ``softrank replay``'s progress."""
 
 from __future__ import annotations
 
@@ -8,13 +8,10 @@ import sys
 from argparse import Namespace
 from fractions import Fraction
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from softrank.cli.args import check_count, parse_count, parse_eps_exact, parse_int_list, parse_tolerances
 from softrank.cli.progress import progress
-from softrank.cli.tables import write_table
 from softrank.validated.errors import InputError
 
 
@@ -112,23 +109,6 @@ def test_progress_off_and_on(capsys):
         update(2)
     err = capsys.readouterr().err
     assert "working" in err and "2/2" in err
-
-
-COLUMNS = [("name", pa.string()), ("k", pa.int64()), ("x", pa.float64()), ("ok", pa.bool_())]
-
-
-def test_write_table_typed_and_atomic(tmp_path):
-    rows = [{"name": "a", "k": 1, "x": 0.5, "ok": True, "ignored": 3}, {"name": "b"}]
-    table = write_table(tmp_path / "t", rows, COLUMNS, formats=("parquet", "csv", "json"))
-    assert table.schema == pa.schema(COLUMNS)
-    assert pq.read_table(tmp_path / "t.parquet").to_pylist() == [
-        {"name": "a", "k": 1, "x": 0.5, "ok": True}, {"name": "b", "k": None, "x": None, "ok": None}]
-    assert json.loads((tmp_path / "t.json").read_text()) == table.to_pylist()
-    assert (tmp_path / "t.csv").read_text().splitlines()[0] == '"name","k","x","ok"'
-    with pytest.raises(pa.ArrowInvalid):  # a bad row leaves the old files and no temporary behind
-        write_table(tmp_path / "t", [{"k": "not an int"}], COLUMNS)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv", "t.json", "t.parquet"]
-    assert pq.read_table(tmp_path / "t.parquet").num_rows == 2
 
 
 def test_replay_progress_is_the_shared_bar(tmp_path, capsys, monkeypatch):

@@ -43,10 +43,9 @@ def test_store_is_small_and_whole():
 
 
 def test_replay_matches_the_golden_verdicts(golden_replay, tmp_path):
-    from softrank.cli.regress import _read
-    from softrank.cli.regress_baseline import baseline
+    from softrank.findings.regress_baseline import replay_baseline
 
-    current = baseline(_read(golden_replay, "replay.parquet"), _read(golden_replay, "verdicts.parquet"))
+    current = replay_baseline(golden_replay)
     expected = json.loads((GOLDEN / "expected.json").read_text())
     assert current == expected
     proc = _softrank("regress", golden_replay, "--out", tmp_path / "reg", "--against", GOLDEN / "expected.json",

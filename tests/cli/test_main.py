@@ -140,7 +140,8 @@ def test_plain_install_gives_working_imports(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(target))
     modules = ["softrank", "softrank.validated.upper_witness", "softrank.replay.engine", "softrank.exact",
                "softrank.oracle", "softrank.fastpath", "softrank.fastpath.store.files", "softrank.advisors",
-               "softrank.cli", "softrank.cli.replay", "softrank.cli.regress", "softrank.bench.command"]
+               "softrank.cli", "softrank.cli.replay", "softrank.cli.regress", "softrank.bench.command",
+               "softrank.findings.report", "softrank.findings.replay_job"]
     code = f"import importlib\nfor m in {modules!r}:\n    print(importlib.import_module(m).__file__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr

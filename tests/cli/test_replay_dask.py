@@ -67,7 +67,7 @@ def test_running_scheduler_by_address(store, serial, tmp_path):
 
 
 def test_in_process_api_with_jobs(store, serial, tmp_path):
-    from softrank.cli.replay import replay_store
+    from softrank.findings.replay_job import replay_store
 
     seen = []
     summary = replay_store(store, tmp_path / "api", jobs=2, progress=lambda done, total: seen.append((done, total)))

@@ -139,7 +139,7 @@ def main() -> int:
             if first_cuda_store is None and row["operators"]:
                 first_cuda_store = (name, tmp / f"{name}-cuda")
         if first_cuda_store is not None:
-            from softrank.cli.replay import replay_store
+            from softrank.findings.replay_job import replay_store
             from softrank.fastpath.bracket.store import bracket_store
 
             name, store = first_cuda_store

@@ -8,7 +8,7 @@ import pytest
 from softrank.fastpath.bracket.matrix import ALL_CONSTRUCTIONS
 from softrank.fastpath.bracket.store import bracket_store
 from softrank.fastpath.upper import minimax
-from softrank.cli.replay import replay_store
+from softrank.findings.replay_job import replay_store
 from softrank.replay.reader import list_records, read_record
 
 pytest.importorskip("transformers")

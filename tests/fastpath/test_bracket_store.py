@@ -13,7 +13,7 @@ import pytest
 from softrank.cli import main
 from softrank.fastpath.bracket.store import bracket_store
 from softrank.fastpath.float64 import rowsoftmax64
-from softrank.cli.replay import replay_store
+from softrank.findings.replay_job import replay_store
 from softrank.fastpath.store.writer import RecordWriter
 from softrank.replay.reader import list_records, read_record
 

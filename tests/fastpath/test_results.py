@@ -25,7 +25,7 @@ CORPUS = Path(__file__).resolve().parent.parent / "soundness" / "certificates"
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory):
     """A demo store of 4 heads (24 x 24) with one malformed record, and its replay by the CLI code."""
-    from softrank.cli.replay import replay_store
+    from softrank.findings.replay_job import replay_store
     from softrank.fastpath.store.writer import write_index
 
     root = tmp_path_factory.mktemp("results")

@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from softrank.cli.replay import replay_store
+from softrank.findings.replay_job import replay_store
 from softrank.fastpath.tighten import lower as tighten_lower
 from softrank.fastpath.tighten import upper as tighten_upper
 from softrank.fastpath.float64 import decoder_value, max_row_l1, rowsoftmax64

@@ -49,7 +49,7 @@ def test_a_contradiction_is_refused_and_names_both_certificates(tmp_path, monkey
 
 
 def test_the_replay_command_exits_3_on_a_contradiction(tmp_path, monkeypatch):
-    from softrank.cli.replay import replay_store
+    from softrank.findings.replay_job import replay_store
 
     _record(tmp_path / "store", 13)
     unsound = rules.Rule("frobenius", "lower", (), lambda claim: Check(Outcome.PROVED, "planted"))

@@ -1,5 +1,5 @@
 """End to end: records with lower certificates written by RecordWriter, replayed through
-``softrank.cli.replay.replay_store``, then ``softrank regress`` on the replay tables."""
+``softrank.findings.replay_job.replay_store``, then ``softrank regress`` on the replay tables."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from helpers import (
     float64_projected,
     rowsoftmax_float,
 )
-from softrank.cli.replay import replay_store
+from softrank.findings.replay_job import replay_store
 from softrank.fastpath.store.writer import RecordWriter
 
 

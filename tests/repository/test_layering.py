@@ -1,5 +1,5 @@
-"""Imports go one way: front ends (cli/), studies (studies/) and benchmarks (bench/) -> producer
-(fastpath/) -> search -> trusted core.
+"""Imports go one way: front ends (cli/, api/) -> results room (findings/), studies (studies/) and
+benchmarks (bench/) -> producer (fastpath/) -> search -> trusted core.
 
 The trusted core is every file under validated/, exact/, oracle/ and replay/ outside a folder named
 ``search``, and nothing else.  A trusted file imports only the standard library, numpy,
@@ -8,9 +8,13 @@ search module.  A search folder (oracle/search/: witness search, decoders, sub-c
 branch and bound, the HiGHS-backed LP solve) is untrusted: it may import the same libraries, the
 advisors and the trusted core, never the producer or the front ends.  Advisors import only the
 standard library, numpy, python-flint, highspy and each other.  The producer never imports the
-front ends, a study or a benchmark; a study never imports a benchmark, nor a benchmark a study
-(both may import the front ends' shared helpers, the producer, the search, the advisors and the
-core).  Imports are read with ``ast`` (absolute, relative, inside functions, and
+front ends, the results room, a study or a benchmark; a study never imports a benchmark, nor a
+benchmark a study (both may import the front ends' shared helpers, the room, the producer, the
+search, the advisors and the core).  The results room imports the standard library, pyarrow, matplotlib,
+threadpoolctl, the trusted core, itself and of the producer only ``ROOM_PRODUCER`` (atomic files and
+path guards, the worker runner, the model label): never the front ends, torch or the producer's
+search.  The Python API (api/) never imports the command line (cli/), and neither front end imports
+a private (``_``) name of the room.  Imports are read with ``ast`` (absolute, relative, inside functions, and
 ``importlib.import_module`` / ``__import__`` calls with a literal name).
 
 No module of the package imports itself back through others: the graph of module -> imported
@@ -28,21 +32,28 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ("validated", "exact", "oracle", "replay")
 SEARCH = "search"  # a folder of this name inside a core folder is untrusted
-COMPONENTS = CORE + ("advisors", "fastpath", "studies", "bench", "cli", "api")
+COMPONENTS = CORE + ("advisors", "fastpath", "findings", "studies", "bench", "cli", "api")
 THIRD_PARTY = {
     "trusted": {"numpy", "flint", "sympy", "mpmath"},
     "search": {"numpy", "flint", "sympy", "mpmath"},
     "advisors": {"numpy", "flint", "highspy"},
+    "findings": {"pyarrow", "matplotlib", "threadpoolctl"},
 }
+# the producer's public modules the results room may import
+ROOM_PRODUCER = ("softrank.fastpath.store.files", "softrank.fastpath.runner", "softrank.fastpath.capture.labels")
 # zone -> zones it may import ("root": the package root, for its version)
 ALLOWED = {
     "trusted": {"trusted"},
     "search": {"trusted", "search", "advisors"},
     "advisors": {"advisors"},
     "fastpath": {"trusted", "search", "advisors", "fastpath", "root"},
+    "findings": {"trusted", "findings", "root"},  # and ROOM_PRODUCER
+    "api": {"trusted", "search", "advisors", "fastpath", "findings", "api", "root"},
+    "cli": {"trusted", "search", "advisors", "fastpath", "findings", "studies", "bench", "cli", "root"},
+    "studies": {"trusted", "search", "advisors", "fastpath", "findings", "cli", "studies", "root"},
+    "bench": {"trusted", "search", "advisors", "fastpath", "findings", "cli", "bench", "root"},
 }
-# zone -> zones it may not import (the studies and the benchmarks may import anything else)
-FORBIDDEN = {"studies": {"bench"}, "bench": {"studies"}}
+FRONT_ENDS = ("cli", "api")
 
 
 def _module_name(root: Path, file: Path) -> str:
@@ -107,18 +118,36 @@ def zone_of_file(root: Path, file: Path) -> str:
     return _zone(root, list(file.relative_to(root).with_suffix("").parts))
 
 
+def _allowed(root: Path, file: Path, zone: str, name: str, target: str) -> bool:
+    """May FILE (in ZONE) import the module NAME of zone TARGET?"""
+    if target in ALLOWED[zone]:
+        return True
+    if zone == "findings" and target == "fastpath":
+        return any(name == m or name.startswith(m + ".") for m in ROOM_PRODUCER)
+    return False
+
+
+def _private_room_names(root: Path, file: Path) -> list[str]:
+    """``from softrank.findings.X import _y`` in a front end: the room's private names stay inside it."""
+    return [f"{base}.{alias}" for base, alias in _imports(root, file)
+            if alias and alias.startswith("_") and not alias.startswith("__") and zone_of_module(root, base) == "findings"]
+
+
 def violations(root: Path) -> list[str]:
     bad = []
-    for part in CORE + ("advisors", "fastpath", "studies", "bench"):
+    for part in CORE + ("advisors", "fastpath", "findings", "studies", "bench") + FRONT_ENDS:
         for file in sorted((root / part).rglob("*.py")):
             zone = zone_of_file(root, file)
-            third = THIRD_PARTY.get(zone)  # None: the producer, the studies and benchmarks may use any library
-            for name in imported_modules(root, file):
+            third = THIRD_PARTY.get(zone)  # None: the producer, the studies, benchmarks and front ends may use any library
+            names = imported_modules(root, file)
+            if zone in FRONT_ENDS:
+                private = _private_room_names(root, file)
+                names = [n for n in names if n not in private]
+                bad += [f"{file.relative_to(root).as_posix()} imports {n} (private to the room)" for n in private]
+            for name in names:
                 target = zone_of_module(root, name)
-                if target is not None and zone in FORBIDDEN:
-                    ok = target not in FORBIDDEN[zone]
-                elif target is not None:
-                    ok = target in ALLOWED[zone]
+                if target is not None:
+                    ok = _allowed(root, file, zone, name, target)
                 elif third is None:
                     ok = True
                 else:
@@ -152,10 +181,20 @@ def _tree(tmp_path: Path) -> Path:
     (tmp_path / "advisors" / "clean.py").write_text("import highspy\nfrom . import simplex\n")
     (tmp_path / "fastpath" / "clean.py").write_text(
         "import torch\nfrom softrank.replay import reader\nfrom softrank.oracle.search.nerve import signed_simplices\n")
-    (tmp_path / "cli" / "clean.py").write_text("import rich\nfrom softrank.fastpath import bracket\n")
+    (tmp_path / "cli" / "clean.py").write_text(
+        "import rich\nfrom softrank.fastpath import bracket\nfrom softrank.findings.report import write_report\n"
+        "from softrank.oracle.search import decide\n")
+    (tmp_path / "findings" / "clean.py").write_text(
+        "import json\nimport pyarrow as pa\nimport matplotlib\nfrom softrank.replay.engine import replay_record\n"
+        "from softrank.fastpath.store.files import atomic_write\nfrom softrank.fastpath.runner import RecordsJob\n"
+        "from . import tables\nfrom .report_page import _e\nfrom softrank import __version__\n")
+    (tmp_path / "api" / "clean.py").write_text(
+        "from softrank.findings.replay_rows import result_rows\nfrom softrank.fastpath.bracket.matrix import resolved\n"
+        "from softrank.api.records import Record\n")
     (tmp_path / "studies" / "clean.py").write_text(
         "import cvxpy\nfrom softrank.cli.args import check_count\nfrom softrank.fastpath import bracket\n"
-        "from softrank.oracle.search import witness\nfrom softrank.advisors import highs\nfrom softrank.validated import tau\n")
+        "from softrank.oracle.search import witness\nfrom softrank.advisors import highs\nfrom softrank.validated import tau\n"
+        "from softrank.findings.replay_table import read_parquet_rows\n")
     (tmp_path / "bench" / "clean.py").write_text(
         "import pyarrow\nfrom softrank.cli.args import check_count\nfrom softrank.fastpath.store import demo\n"
         "from softrank.replay import engine\n")
@@ -174,7 +213,7 @@ def _tree(tmp_path: Path) -> Path:
     ("replay", "from rich.console import Console\n"),
     ("oracle", "import dask\n"),
     ("exact", "import cvxpy\n"),
-    ("replay", "from softrank.cli.replay import replay_store\n"),
+    ("replay", "from softrank.findings.replay_job import replay_store\n"),
     ("validated", "import scipy.linalg\n"),
     # the trusted core reaching the advisors or the search
     ("oracle", "from softrank.advisors.highs import solve_via_basis\n"),
@@ -212,6 +251,23 @@ def _tree(tmp_path: Path) -> Path:
     # a study and a benchmark reaching each other
     ("studies", "from softrank.bench.scale import measure\n"),
     ("bench", "from ..studies.attack import attack\n"),
+    # the producer reaching into the results room
+    ("fastpath", "from softrank.findings.replay_table import read_replay_table\n"),
+    # the Python API reaching into the command line
+    ("api", "from softrank.cli.paths import output_dir\n"),
+    ("api", "def f():\n    from ..cli import report\n"),
+    ("api", "import softrank.cli.replay\n"),
+    # the results room reaching into a front end, the producer's inner modules, or torch
+    ("findings", "from softrank.cli.paths import replay_tables\n"),
+    ("findings", "def f():\n    from ..cli.args import path_arg\n"),
+    ("findings", "from softrank.api.results import Results\n"),
+    ("findings", "from softrank.fastpath.bracket.matrix import resolved\n"),
+    ("findings", "from softrank.fastpath.store import writer\n"),
+    ("findings", "import torch\n"),
+    ("findings", "from rich.console import Console\n"),
+    # a front end reaching for a private name of the room
+    ("cli", "from softrank.findings.report import _write\n"),
+    ("api", "def f():\n    from softrank.findings.regress import _ends\n"),
 ])
 def test_a_planted_violation_is_caught(tmp_path, folder, planted):
     root = _tree(tmp_path)

@@ -5,7 +5,7 @@
 2. bracket each one in plain float64 with the small untrusted producer below (decoder,
    Frobenius and projected lower certificates; truncated-SVD upper witness), writing the
    certificates and float64 verdicts into a second store with ``RecordWriter.from_record``;
-3. replay that store with ``softrank.cli.replay.replay_store`` and run ``softrank regress``.
+3. replay that store with ``softrank.findings.replay_job.replay_store`` and run ``softrank regress``.
 
 Usage::
 
@@ -150,7 +150,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     eps_list = [float(x) for x in args.eps.split(",")]
     from softrank.fastpath.capture.extract import extract_to_store
-    from softrank.cli.replay import replay_store
+    from softrank.findings.replay_job import replay_store
 
     t0 = time.time()
     for model, count in (("minilm", args.minilm), ("smollm2", args.smollm2)):

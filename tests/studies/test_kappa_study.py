@@ -15,7 +15,7 @@ from softrank.studies.kappa.kappa_full import bracket_kappa_eg, kappa_c_record, 
 
 
 def make_replayed_store(root, count=4, n=12, d=3, eps=(0.25, 0.35), families=("fam",)):
-    from softrank.cli.replay import replay_store
+    from softrank.findings.replay_job import replay_store
     from softrank.fastpath.bracket.store import bracket_store
     from softrank.fastpath.float64 import rowsoftmax64
     from softrank.fastpath.store.writer import RecordWriter

@@ -1,4 +1,4 @@
-"""The page of ``softrank report`` (``cli/report.py``), section by section: ``Page`` holds the HTML
+"""The page of ``softrank report`` (``findings/report.py``), section by section: ``Page`` holds the HTML
 parts and the figures; each ``_section(page, rows)`` adds one part (header, brackets per family,
 layer x head tables, records, transitions, distributions, widths, problems)."""
 
@@ -10,8 +10,8 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from softrank.cli import report_figures as rf
-from softrank.cli.regress import VERDICTS, analyse
+from softrank.findings import report_figures as rf
+from softrank.findings.regress import VERDICTS, analyse
 
 
 class Page:

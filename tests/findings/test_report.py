@@ -48,7 +48,7 @@ def _decoder_block(store, rid, width, seed, break_witness=False):
 
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory):
-    from softrank.cli.replay import replay_store
+    from softrank.findings.replay_job import replay_store
 
     root = tmp_path_factory.mktemp("report")
     store = root / "store"
@@ -65,7 +65,7 @@ def replayed(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def page(replayed):
-    from softrank.cli.report import write_report
+    from softrank.findings.report import write_report
 
     path = write_report(replayed, replayed.parent / "page" / "report.html", figures=replayed.parent / "figs")
     return path.read_text(encoding="utf-8")
@@ -127,6 +127,17 @@ def _resolved(lower, upper, full_rank) -> bool:
     ok = upper is not None and (upper <= 2 * lower or upper - lower <= 2 or 10 * (upper - lower) <= full_rank)
     assert ok == results_criterion(lower, upper, full_rank)
     return ok
+
+
+def test_the_pages_criterion_is_the_producers():
+    """The room restates the results table's criterion (it does not import the producer's bracket
+    code): the two agree on every bracket up to full rank 40, and without an upper end."""
+    from softrank.findings.report_figures import resolved
+
+    for p in range(1, 41):
+        for lower in range(p + 1):
+            for upper in (None, *range(lower, p + 1)):
+                assert resolved(lower, upper, p) == results_criterion(lower, upper, p), (lower, upper, p)
 
 
 def test_summary_table_is_the_replay_table(page, replayed):

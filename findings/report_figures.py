@@ -8,9 +8,9 @@ page embeds each figure's data beside it, so a reader (or a test) can check one 
 Conventions: the validated bracket of a row is ``L = validated_lower`` and ``U = validated_upper``;
 a row without a proved witness has ``U = min(m, N)`` (the full rank, always an upper end).  A row
 is *resolved* by one criterion everywhere (figures, tables, the layer x head view): that of the
-README's results table and of ``softrank run``'s summary (``softrank.fastpath.bracket.matrix.resolved``:
-a proved witness and U <= 2L, or U - L <= 2, or U - L <= min(m, N)/10), applied to the validated
-ends; *closed* when ``L = U``; ``U/L`` divides by ``max(L, 1)``.  The witness margin is
+README's results table and of ``softrank run``'s summary (``resolved``, the producer's criterion,
+``softrank.fastpath.bracket.matrix.resolved``, restated: a proved witness and U <= 2L, or U - L <= 2,
+or U - L <= min(m, N)/10), applied to the validated ends; *closed* when ``L = U``; ``U/L`` divides by ``max(L, 1)``.  The witness margin is
 ``eps - certified bound`` of a proved witness.
 """
 
@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-from softrank.fastpath.store.replay_table import eps_fraction
+from softrank.findings.replay_table import eps_fraction
 
 RESOLVED, UNRESOLVED, NO_WITNESS = "#2f9e44", "#f08c00", "#c92a2a"
 VERDICT_SHARES = ("feasible", "impossible")
@@ -72,11 +72,15 @@ def lower_end(r: dict) -> int:
     return r.get("validated_lower") or 0
 
 
+def resolved(lower: int, upper: int | None, p: int) -> bool:
+    """The criterion of the results table in README.md: U <= 2L, or U - L <= 2, or U - L <= p/10
+    (p = min(m, N)); False without an upper end."""
+    return upper is not None and (upper <= 2 * lower or upper - lower <= 2 or (upper - lower) * 10 <= p)
+
+
 def is_resolved(r: dict) -> bool:
     """The one criterion of the page: the README results table's (and ``softrank run``'s) on the
     validated ends; False without a proved witness."""
-    from softrank.fastpath.bracket.matrix import resolved
-
     return resolved(lower_end(r), r.get("validated_upper"), full_rank(r))
 
 

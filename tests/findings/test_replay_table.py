@@ -1,5 +1,5 @@
 """Damaged replay tables read by ``softrank regress``, ``softrank report`` and ``softrank study
-kappa`` (one check shared by the three: ``softrank.fastpath.store.replay_table.read_replay_table``): each is
+kappa`` (one check shared by the three: ``softrank.findings.replay_table.read_replay_table``): each is
 one line on stderr naming the file and the column, exit code 2, no traceback, nothing already
 written changed.  Also: special files in place of a table, a corrupt ``study kappa --resume``
 cache entry (recomputed, said on one line) and the bound on ``--bootstrap``."""
@@ -187,9 +187,9 @@ def test_tables_in_their_csv_and_pandas_forms_are_read(work, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "error" not in err and (tmp_path / "page.html").stat().st_size > 10_000
 
-    from softrank.cli.regress import _read
+    from softrank.findings.regress import read_rows
 
-    row = next(r for r in _read(folder, "replay.parquet") if r["status"] == "ok")
+    row = next(r for r in read_rows(folder, "replay.parquet") if r["status"] == "ok")
     assert isinstance(row["validated_upper"], int) and isinstance(row["lower_outcomes"], list)
 
 
@@ -235,7 +235,7 @@ def test_bootstrap_bound_value():
 
 
 def test_the_check_knows_the_written_lower_outcome_fields():
-    from softrank.cli.replay_tables import REPLAY_COLUMNS as WRITTEN
-    from softrank.fastpath.store.replay_table import LOWER_OUTCOME, LOWER_OUTCOME_FIELDS, REPLAY_COLUMNS
+    from softrank.findings.replay_rows import REPLAY_COLUMNS as WRITTEN
+    from softrank.findings.replay_table import LOWER_OUTCOME, LOWER_OUTCOME_FIELDS, REPLAY_COLUMNS
 
     assert tuple(LOWER_OUTCOME.names) == LOWER_OUTCOME_FIELDS and WRITTEN is REPLAY_COLUMNS

@@ -1,8 +1,10 @@
 """The replay's typed tables: exact eps text (a JSON number and a string never print alike),
-bounds rounded outward, list and struct columns, file metadata, --budgets and --fail-on."""
+bounds rounded outward, list and struct columns, file metadata, --budgets and --fail-on; the
+schema derived from the typed row dataclasses."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -12,10 +14,12 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from softrank.exact.tolerance import Tolerance
-from softrank.fastpath.store.replay_table import eps_fraction
-from softrank.cli.tables import table_metadata
+from softrank.findings import replay_rows as rr
+from softrank.findings.replay_table import eps_fraction
+from softrank.findings.tables import table_metadata
 from softrank.fastpath.float64 import rowsoftmax64
 from softrank.fastpath.store.writer import RecordWriter
 
@@ -94,3 +98,50 @@ def test_budgets_and_fail_on(tmp_path):
     out = subprocess.run([sys.executable, "-m", "softrank", "replay", str(store), "--out", str(tmp_path / "e"),
                           "--json", "--fail-on", "refuted"], capture_output=True, text=True, timeout=300)
     assert json.loads(out.stdout)["exit_code"] == 1 == out.returncode
+
+
+_LOWER = pa.struct([("kind", pa.string()), ("claimed", pa.int64()), ("outcome", pa.string()), ("route", pa.string()),
+                    ("value", pa.string()), ("lemma", pa.string()), ("reason", pa.string())])
+_WRITTEN = [  # the schema of replay.parquet as SoftRank has always written it, spelled out
+    ("record_id", pa.string()), ("status", pa.string()), ("error", pa.string()),
+    ("model", pa.string()), ("family", pa.string()), ("attention", pa.string()), ("source_id", pa.string()),
+    ("layer", pa.int64()), ("head", pa.int64()), ("block_width", pa.int64()), ("positions", pa.list_(pa.int64())),
+    ("m", pa.int64()), ("N", pa.int64()), ("eps", pa.string()), ("eps_value", pa.float64()),
+    ("float64_lower", pa.int64()), ("float64_upper", pa.int64()),
+    ("validated_lower", pa.int64()), ("validated_upper", pa.int64()), ("chi_upper", pa.float64()),
+    ("upper_rank", pa.int64()), ("upper_construction", pa.string()), ("upper_outcome", pa.string()),
+    ("upper_route", pa.string()), ("upper_bound", pa.string()), ("upper_lemma", pa.string()),
+    ("upper_reason", pa.string()), ("lower_kind", pa.string()), ("lower_outcomes", pa.list_(_LOWER)),
+    ("assumptions", pa.list_(pa.string())), ("seconds", pa.float64())]
+
+
+@dataclasses.dataclass
+class _Extra:
+    a: int | None = None
+    b: list[rr.LowerOutcome] | None = None
+    c: bool = False
+    d: float | None = None
+
+
+@dataclasses.dataclass
+class _Unsupported:
+    x: dict | None = None
+
+
+def test_the_schema_is_derived_from_the_row_dataclasses():
+    assert pa.schema(rr.REPLAY_COLUMNS).equals(pa.schema(_WRITTEN))
+    assert rr.LOWER_OUTCOME.equals(_LOWER) and rr.LOWER_OUTCOME_FIELDS == tuple(_LOWER.names)
+    assert [name for name, _ in rr.REPLAY_COLUMNS] == [f.name for f in dataclasses.fields(rr.ReplayRow)]
+    assert rr.VERDICT_COLUMNS == [("record_id", pa.string()), ("family", pa.string()), ("block_width", pa.int64()),
+                                  ("eps", pa.string()), ("k", pa.int64()), ("float64_verdict", pa.string()),
+                                  ("validated_verdict", pa.string())]
+    assert rr.columns(_Extra) == [("a", pa.int64()), ("b", pa.list_(_LOWER)), ("c", pa.bool_()), ("d", pa.float64())]
+    with pytest.raises(TypeError, match="no arrow type"):
+        rr.columns(_Unsupported)
+
+
+def test_a_malformed_record_is_one_row_of_every_column():
+    row = rr.malformed_row("bad", "records/bad: field 'x': missing")
+    assert list(row) == [name for name, _ in rr.REPLAY_COLUMNS]
+    assert {k: v for k, v in row.items() if v is not None} == {"record_id": "bad", "status": "malformed",
+                                                               "error": "records/bad: field 'x': missing"}

@@ -42,7 +42,7 @@ def _is_eps(value) -> bool:
 
 def research_section(page, summary: list[dict]) -> None:
     """A heading, a note and the comparison table (``Page.table``, its data embedded as JSON)."""
-    from softrank.cli.report_page import fmt_num, fmt_share
+    from softrank.findings.report_page import fmt_num, fmt_share
 
     rows = comparison_rows(summary)
     page.add("<h2>Beside the research page (eps 0.25)</h2><p class=\"note\">The first rows quote the research "

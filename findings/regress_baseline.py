@@ -1,14 +1,15 @@
 """Baselines of ``softrank regress``: ``--write-baseline FILE.json`` writes a replay's validated
 results per record and eps (status, validated ends, witness outcome, validated verdict per budget);
-``--against BASELINE`` (a replay folder or such a file) prints every change and exits 1 on any."""
+``--against BASELINE`` (a replay folder or such a file) compares, one line per change (the command
+line prints them and exits 1 on any)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from softrank.cli.paths import check_not_input, load_json_text, read_text_file, replay_tables
-from softrank.fastpath.store.replay_table import read_replay_table
+from softrank.fastpath.store.files import atomic_write, load_json_text, read_text_file
+from softrank.findings.replay_table import read_replay_table
 from softrank.validated.errors import InputError
 
 BASELINE_SCHEMA = "softrank.replay-baseline"
@@ -35,7 +36,7 @@ def load_baseline(path) -> dict:
     """A baseline from a replay folder or a baseline JSON."""
     path = Path(path)
     if path.is_dir():
-        return baseline(read_replay_table(path, "replay.parquet"), read_replay_table(path, "verdicts.parquet"))
+        return replay_baseline(path)
     data = load_json_text(read_text_file(path, "against"), path, "against")
     if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA or not isinstance(data.get("records"), dict):
         raise InputError(str(path), "schema", f"not a replay baseline (expected schema {BASELINE_SCHEMA!r})")
@@ -69,38 +70,12 @@ def _k(text: str):
     return (0, int(text)) if text.lstrip("-").isdigit() else (1, text)
 
 
-def check_baseline_target(args) -> None:
-    """``--write-baseline`` is never one of the tables read (REPLAY_DIR's, or those of an
-    ``--against`` folder), nor the ``--against`` file itself (it is written before that is read)."""
-    inputs = replay_tables(args.replay_dir)
-    against = getattr(args, "against", None)
-    if against is not None:
-        inputs += replay_tables(against) if Path(against).is_dir() else [(against, f"the --against baseline {against}")]
-    check_not_input(args.write_baseline, "write-baseline", inside=inputs)
+def replay_baseline(folder) -> dict:
+    """The baseline of the replay tables in FOLDER (each row checked as it is read)."""
+    return baseline(read_replay_table(folder, "replay.parquet"), read_replay_table(folder, "verdicts.parquet"))
 
 
-def baselines(args, folder: Path, quiet: bool = False):
-    """``--write-baseline`` and ``--against``: 1 when the replay differs from the baseline.  With
-    ``quiet`` nothing is printed and the result is (exit code, the change lines or None)."""
-    from softrank.fastpath.store.files import atomic_write
-
-    against, write = getattr(args, "against", None), getattr(args, "write_baseline", None)
-    if against is None and write is None:
-        return (0, None) if quiet else 0
-    current = baseline(read_replay_table(folder, "replay.parquet"), read_replay_table(folder, "verdicts.parquet"))
-    if write is not None:
-        check_baseline_target(args)  # over an input table or the --against file: refused (checked first in run)
-        text = json.dumps(current, indent=1, sort_keys=True) + "\n"
-        atomic_write(write, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
-        if not quiet:
-            print(f"regress: baseline of {len(current['records'])} records written to {write}")
-    if against is None:
-        return (0, None) if quiet else 0
-    lines = changes(load_baseline(against), current)
-    if quiet:
-        return (1 if lines else 0), lines
-    for line in lines:
-        print(f"CHANGED {line}")
-    print(f"regress against {against}: {len(lines)} change{'s' if len(lines) != 1 else ''} "
-          f"({len(current['records'])} records compared)")
-    return 1 if lines else 0
+def write_baseline(current: dict, path) -> None:
+    """A baseline as JSON at PATH (atomic), as ``--write-baseline`` writes it."""
+    text = json.dumps(current, indent=1, sort_keys=True) + "\n"
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))

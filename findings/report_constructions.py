@@ -1,5 +1,5 @@
 """The report's construction section: the held-out construction benchmark's ``heldout.json``
-(``softrank study constructions --panel full``; ``softrank.fastpath.studies.heldout``) as one
+(``softrank study constructions --panel full``; ``softrank.studies.heldout.heldout``) as one
 figure of two panels and three tables, beside the research page's float64 figures for its own held-out panel.
 
 Per family: the best construction's rank / validated lower end and each construction's, with 95%
@@ -13,13 +13,14 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from softrank.fastpath.bracket.matrix import ALL_CONSTRUCTIONS as CONSTRUCTIONS
 from softrank.fastpath.store.files import load_json_text, read_text_file
 from softrank.validated.errors import InputError
 
 NAMES = {"best": "best of six", "tsvd": "truncated SVD", "rwsvd": "row-reweighted SVD",
          "altl1": "alternating l1", "cpqr": "column pivoted QR", "rpqr": "row pivoted QR",
          "reprows": "representative rows"}
+# the six upper constructions of the benchmark (the producer's ALL_CONSTRUCTIONS), in its order
+CONSTRUCTIONS = tuple(c for c in NAMES if c != "best")
 CLASSES = ("impossible", "open", "missed")
 CLASS_TEXT = {"impossible": "below L: no matrix of that rank is within eps",
               "open": "between L and U: undecided", "missed": "at or above U: a proved witness of that rank exists"}
@@ -84,7 +85,7 @@ def figure_data(heldout: dict) -> dict:
 def construction_figure(data: dict) -> bytes:
     """Left: per family, rank / validated L for the best construction and each one (median, 95%
     interval). Right: per family, the failed attempts by class (shares), the research page's beside."""
-    from softrank.cli.report_figures import _plt, _png
+    from softrank.findings.report_figures import _plt, _png
 
     plt = _plt()
     fams = list(data["families"])
@@ -121,7 +122,7 @@ def construction_figure(data: dict) -> bytes:
 
 def constructions_section(page, heldout: dict, source: str) -> None:
     """The figure and the tables, with a note naming ``source`` (the heldout.json read)."""
-    from softrank.cli.report_page import _e
+    from softrank.findings.report_page import _e
 
     data = figure_data(heldout)
     fams = heldout["families"]

@@ -105,8 +105,8 @@ def _decoder_block(store, rid, width, seed):
 def page(tmp_path_factory) -> str:
     """The page of a replayed demo store (8 heads: 2 layers x 4; the sharp ones resolved) and six
     decoder blocks of widths 8, 16, 32 (so every kind of figure is drawn)."""
-    from softrank.cli.replay import replay_store
-    from softrank.cli.report import write_report
+    from softrank.findings.replay_job import replay_store
+    from softrank.findings.report import write_report
     from softrank.fastpath.store.demo import DEMO_STYLE, build_demo_store
     from softrank.fastpath.store.writer import write_index
 

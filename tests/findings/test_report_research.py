@@ -3,9 +3,9 @@ figure at the full panel's scale (``report_figures._layout``: panels stacked bey
 
 from __future__ import annotations
 
-from softrank.cli import report_figures as rf
-from softrank.cli.report_page import Page
-from softrank.cli.report_research import RESEARCH_PAGE, comparison_rows, research_section
+from softrank.findings import report_figures as rf
+from softrank.findings.report_page import Page
+from softrank.findings.report_research import RESEARCH_PAGE, comparison_rows, research_section
 
 SUMMARY = [{"family": "all-MiniLM-L6-v2", "eps": "0.25", "operators": 576, "resolved_share": 0.5, "median_L": 16,
             "median_U": 56, "median_U_over_L": 2.2},

@@ -1,5 +1,5 @@
-"""Typed tables written by the front ends: parquet and CSV side by side (and JSON on request),
-each file atomic.  Parquet keeps the types (lists and structs included) and the file metadata;
+"""Typed tables of the results room (replay, verdicts, regress): parquet and CSV side by side (and
+JSON on request), each file atomic.  Parquet keeps the types (lists and structs included) and the file metadata;
 CSV writes a list or struct cell as its JSON text, since CSV has no nested values."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The tables of ``softrank replay``, in one place: their schema (``REPLAY_COLUMNS``,
-``VERDICT_COLUMNS``: written by ``softrank.cli.replay_tables``) and the reading back of
+``VERDICT_COLUMNS``: written by ``softrank.findings.replay_rows``) and the reading back of
 ``replay.parquet`` and ``verdicts.parquet``: one check of the file and of every row, shared by
 ``softrank regress``, ``softrank report`` and ``softrank study kappa``.  A damaged or foreign table
 (a value of another type, NaN or infinite, out of range, validated lower > upper, an unknown status
@@ -25,28 +25,8 @@ INT64_MAX = 2**63 - 1
 # what ``softrank replay`` writes into its folder: the inputs of report, regress and study kappa
 REPLAY_FILES = ("manifest.json", "replay.parquet", "replay.csv", "verdicts.parquet", "verdicts.csv")
 
-LOWER_OUTCOME = pa.struct([("kind", pa.string()), ("claimed", pa.int64()), ("outcome", pa.string()),
-                           ("route", pa.string()), ("value", pa.string()), ("lemma", pa.string()),
-                           ("reason", pa.string())])
-LOWER_OUTCOME_FIELDS = tuple(f.name for f in LOWER_OUTCOME)
-REPLAY_COLUMNS = [
-    ("record_id", pa.string()), ("status", pa.string()), ("error", pa.string()),
-    ("model", pa.string()), ("family", pa.string()), ("attention", pa.string()), ("source_id", pa.string()),
-    ("layer", pa.int64()), ("head", pa.int64()), ("block_width", pa.int64()), ("positions", pa.list_(pa.int64())),
-    ("m", pa.int64()), ("N", pa.int64()), ("eps", pa.string()), ("eps_value", pa.float64()),
-    ("float64_lower", pa.int64()), ("float64_upper", pa.int64()),
-    ("validated_lower", pa.int64()), ("validated_upper", pa.int64()),
-    ("chi_upper", pa.float64()),
-    ("upper_rank", pa.int64()), ("upper_construction", pa.string()), ("upper_outcome", pa.string()),
-    ("upper_route", pa.string()), ("upper_bound", pa.string()), ("upper_lemma", pa.string()),
-    ("upper_reason", pa.string()),
-    ("lower_kind", pa.string()), ("lower_outcomes", pa.list_(LOWER_OUTCOME)),
-    ("assumptions", pa.list_(pa.string())), ("seconds", pa.float64()),
-]
-VERDICT_COLUMNS = [
-    ("record_id", pa.string()), ("family", pa.string()), ("block_width", pa.int64()), ("eps", pa.string()),
-    ("k", pa.int64()), ("float64_verdict", pa.string()), ("validated_verdict", pa.string()),
-]
+# the schema, derived from the row dataclasses of ``softrank.findings.replay_rows``
+from softrank.findings.replay_rows import LOWER_OUTCOME, LOWER_OUTCOME_FIELDS, REPLAY_COLUMNS, VERDICT_COLUMNS  # noqa: E402,F401
 
 
 def eps_fraction(text: str) -> Fraction | None:

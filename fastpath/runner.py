@@ -103,8 +103,10 @@ def local_cluster(workers: int):
         try:
             with dask.config.set({"distributed.worker.profile.enabled": False,
                                   "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+                # the scheduler's HTTP server on a free port: on 8787, taken by another run, it warns on stderr
                 cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=logging.CRITICAL)
+                                       dashboard_address=None, silence_logs=logging.CRITICAL,
+                                       scheduler_kwargs={"dashboard_address": ":0"})
             break
         except (RuntimeError, OSError, TimeoutError) as err:  # a failed start closes what it started
             if attempt == CLUSTER_STARTS:

@@ -1,4 +1,6 @@
-"""Imports go one way: front ends (cli/) -> producer (fastpath/) -> search -> trusted core.
+"""Imports go one way: front ends (cli/) -> pipeline (pipeline/) -> producer (fastpath/) -> search
+-> trusted core.  The pipeline of ``softrank run`` may also use the replay/report room (the replay
+job and the report page: ``RESULTS``); the producer and the core never import the pipeline.
 
 The trusted core is every file under validated/, exact/, oracle/ and replay/ outside a folder named
 ``search``, and nothing else.  A trusted file imports only the standard library, numpy,
@@ -25,7 +27,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ("validated", "exact", "oracle", "replay")
 SEARCH = "search"  # a folder of this name inside a core folder is untrusted
-COMPONENTS = CORE + ("advisors", "fastpath", "cli", "api")
+COMPONENTS = CORE + ("advisors", "fastpath", "pipeline", "cli", "api")
+RESULTS = ("softrank.cli.replay", "softrank.cli.report")  # the replay/report room, where it is today
 THIRD_PARTY = {
     "trusted": {"numpy", "flint", "sympy", "mpmath"},
     "search": {"numpy", "flint", "sympy", "mpmath"},
@@ -37,6 +40,7 @@ ALLOWED = {
     "search": {"trusted", "search", "advisors"},
     "advisors": {"advisors"},
     "fastpath": {"trusted", "search", "advisors", "fastpath", "root"},
+    "pipeline": {"trusted", "search", "advisors", "fastpath", "pipeline", "results", "root"},
 }
 
 
@@ -90,6 +94,8 @@ def _zone(root: Path, parts: list[str]) -> str:
 
 def zone_of_module(root: Path, name: str) -> str | None:
     """The zone a module name belongs to, or None if it is outside the package."""
+    if any(name == room or name.startswith(room + ".") for room in RESULTS):
+        return "results"
     parts = name.split(".")
     if parts[0] == "softrank":
         return _zone(root, parts[1:])
@@ -104,7 +110,7 @@ def zone_of_file(root: Path, file: Path) -> str:
 
 def violations(root: Path) -> list[str]:
     bad = []
-    for part in CORE + ("advisors", "fastpath"):
+    for part in CORE + ("advisors", "fastpath", "pipeline"):
         for file in sorted((root / part).rglob("*.py")):
             zone = zone_of_file(root, file)
             third = THIRD_PARTY.get(zone)  # None: the producer may use any library
@@ -144,7 +150,11 @@ def _tree(tmp_path: Path) -> Path:
     (tmp_path / "advisors" / "clean.py").write_text("import highspy\nfrom . import simplex\n")
     (tmp_path / "fastpath" / "clean.py").write_text(
         "import torch\nfrom softrank.replay import reader\nfrom softrank.oracle.search.nerve import signed_simplices\n")
-    (tmp_path / "cli" / "clean.py").write_text("import rich\nfrom softrank.fastpath import bracket\n")
+    (tmp_path / "pipeline" / "clean.py").write_text(
+        "import fcntl\nfrom softrank.fastpath.runner import Journal\nfrom softrank.cli.replay import ReplayJob\n"
+        "from softrank.exact.tolerance import Tolerance\nfrom .clean import run\n")
+    (tmp_path / "cli" / "clean.py").write_text("import rich\nfrom softrank.fastpath import bracket\n"
+                                               "from softrank.pipeline.run import run_pipeline\n")
     return tmp_path
 
 
@@ -185,6 +195,12 @@ def _tree(tmp_path: Path) -> Path:
     ("fastpath", "from softrank.cli.args import parse_tolerances\n"),
     ("fastpath", "from ..cli import tables\n"),
     ("fastpath", "def f():\n    import softrank.cli\n"),
+    # the producer or the core reaching up into the pipeline, the pipeline into the front ends
+    ("fastpath", "from softrank.pipeline.run import run_pipeline\n"),
+    ("fastpath", "def f():\n    from ..pipeline import lock\n"),
+    ("validated", "import softrank.pipeline.summary\n"),
+    ("pipeline", "from softrank.cli.args import parse_tolerances\n"),
+    ("pipeline", "from ..cli.run import run\n"),
 ])
 def test_a_planted_violation_is_caught(tmp_path, folder, planted):
     root = _tree(tmp_path)

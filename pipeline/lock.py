@@ -33,8 +33,8 @@ class OutputLock:
         except OSError:
             holder = _holder(fd)
             os.close(fd)
-            raise InputError(str(self.path.parent), "out", f"in use by another softrank run{holder}; wait for it "
-                                                           "to end, or choose another --out") from None
+            raise InputError(str(self.path.parent), "", f"in use by another softrank run{holder}; wait for it "
+                                                        "to end, or choose another --out") from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self.fd = fd

@@ -64,7 +64,7 @@ def configure(parser) -> None:
     parser.add_argument("--plan", action="store_true", help="print what would run (with --json: one object) "
                                                             "and compute nothing")
     parser.add_argument("--resume", action="store_true",
-                        help="continue a killed run in OUT from its journals (extraction, bracket, replay)")
+                        help="continue a killed or stopped run in OUT from its journal (OUT/.partial)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="bracket and replay on the dask.distributed scheduler at ADDRESS (its workers "
                              "must see OUT at the same path)")

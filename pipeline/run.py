@@ -28,7 +28,7 @@ from pathlib import Path
 
 from softrank.fastpath.runner import Journal, WorkersFailed
 from softrank.pipeline.lock import OutputLock
-from softrank.pipeline.steps import STEPS, ExtractStep, Hooks, Settings
+from softrank.pipeline.steps import STEPS, Hooks, Settings
 from softrank.pipeline.summary import replay_by_tolerance, summarise, write_summary
 
 PARTIAL = ".partial"
@@ -104,4 +104,4 @@ def _run(settings: Settings, hooks: Hooks) -> RunResult:
                      times=times, code=0 if not summary.malformed else 2)
 
 
-__all__ = ["run_pipeline", "RunResult", "RunStopped", "Settings", "Hooks", "ExtractStep", "PARTIAL"]
+__all__ = ["run_pipeline", "RunResult", "RunStopped", "Settings", "Hooks", "PARTIAL"]

@@ -82,3 +82,19 @@ def test_a_cluster_that_never_starts_is_one_error_line(monkeypatch):
         list(run_tasks(abs, [-1, -2], jobs=2))
     assert f"failed to start {CLUSTER_STARTS} times (Nanny failed to start.)" in str(err.value)
     assert "\n" not in str(err.value) and seen[0] >= CLUSTER_STARTS
+
+
+def _die(_task):
+    os._exit(1)  # the worker process dies under its task, as when it is killed
+
+
+def test_workers_that_keep_dying_under_a_task_are_one_error_line():
+    import dask
+    import pytest
+
+    from softrank.fastpath.runner import WorkersFailed
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):  # no retry on another worker
+        with pytest.raises(WorkersFailed, match=r"^the workers running task [01] of _die kept dying \(") as err:
+            list(run_tasks(_die, [1, 2], jobs=2))
+    assert "\n" not in str(err.value)

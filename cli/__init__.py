@@ -44,7 +44,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # subcommand -> its exit codes (the epilog of its --help; COMMON_EXIT is added to each)
 EXIT_CODES: dict[str, str] = {
     "run": "0 done; 2 bad input (one line on stderr), or a record that could not be read (the others were "
-           "bracketed, replayed and summarised)",
+           "bracketed, replayed and summarised), or OUT in use by another run; 4 stopped by a fault (a Dask "
+           "cluster that failed to start, workers that kept dying, a full disk): one line, the finished work "
+           "kept; --resume continues",
     "extract": "0 done; 2 bad input (a model, an argument, an output path)",
     "bracket": "0 done; 2 bad input, or a malformed record (the others were bracketed and written)",
     "demo": "0 done; 2 bad input",

@@ -15,26 +15,24 @@ passages selected by seed 0) it
 ``--panel full`` (``softrank.fastpath.capture.panels``) takes every attention head of both embedded
 checkpoints over 8 sources: 576 MiniLM operators and 2,160 SmolLM2 blocks.  ``--plan`` prints what
 would run and computes nothing; ``--limit N`` keeps the first N operators of each family;
-``--resume`` continues a killed run in OUT from its journals (extraction per family, bracket and
-replay per record); ``--jobs N`` and ``--scheduler ADDRESS`` run bracket and replay on Dask
-(``softrank.fastpath.runner``).
+``--resume`` continues a killed or stopped run in OUT from its journal (``OUT/.partial/``: one
+entry per finished step, and the finished items of the step under way); ``--jobs N`` and
+``--scheduler ADDRESS`` run bracket and replay on Dask (``softrank.fastpath.runner``).
+
+This module parses and checks the arguments, calls the pipeline (``softrank.pipeline.run``: the
+steps, the journal, the lock on OUT, the faults it stops on in one line with exit code 4) and
+prints the table.
 """
 
 from __future__ import annotations
 
-import statistics
-import time
-from pathlib import Path
-
 from softrank.cli.args import check_count, max_jobs, parse_tolerances, path_arg, value_arg
-from softrank.cli.extract import add_model_options, check_model_options, extract_model, progress_report
+from softrank.cli.extract import add_model_options, check_model_options, extract_model
 from softrank.cli.paths import output_dir
 from softrank.exact.tolerance import Tolerance
-from softrank.fastpath.store.files import write_csv, write_json
 from softrank.validated.errors import InputError
 
 MODELS = ("minilm", "smollm2")
-BRACKET_DONE = ".bracket-done"  # the finished bracket's rows, for --resume
 
 
 EPILOG = """--json prints one object on stdout (the progress and the human lines go to stderr): {"out",
@@ -66,7 +64,7 @@ def configure(parser) -> None:
     parser.add_argument("--plan", action="store_true", help="print what would run (with --json: one object) "
                                                             "and compute nothing")
     parser.add_argument("--resume", action="store_true",
-                        help="continue a killed run in OUT from its journals (extraction, bracket, replay)")
+                        help="continue a killed or stopped run in OUT from its journal (OUT/.partial)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="bracket and replay on the dask.distributed scheduler at ADDRESS (its workers "
                              "must see OUT at the same path)")
@@ -101,46 +99,70 @@ def run(args) -> int:
 
     from rich.console import Console
 
+    from softrank.pipeline.run import RunStopped, run_pipeline
+
     tolerances = _check_arguments(args)
     as_json = getattr(args, "json", False)  # then stdout holds the JSON object only
     if args.plan:
         return _print_plan(args, tolerances, as_json)
     console = Console(stderr=as_json, width=None if (sys.stderr if as_json else sys.stdout).isatty() else 170)
-    out = output_dir(args.out)
-    store = out / "store"
-    progress = not args.no_progress
-    times: dict[str, float] = {}
-
-    t0 = time.perf_counter()  # 1. extract
-    _extract(args, store, out, console, progress)
-    times["extract"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()  # 2. bracket (in place)
-    rows = _bracket(store, tolerances, args, progress)
-    times["bracket"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()  # 3. validated replay
-    replay, summary = _replay(store, out / "replay", args, progress)
-    times["replay"] = time.perf_counter() - t0
-    for line in summary.errors:  # a malformed record: one line on stderr (the others were replayed)
+    settings, hooks = _pipeline_arguments(args, tolerances, console)
+    try:
+        result = run_pipeline(settings, hooks)
+    except RunStopped as err:  # a fault: one line; --resume continues
+        print(f"softrank run: error: {err}", file=sys.stderr)
+        return err.code
+    for line in result.summary.errors:  # a malformed record: one line on stderr (the others were replayed)
         print(f"softrank run: error: {line}", file=sys.stderr)
-
-    table = summarise(rows, replay_by_tolerance(replay.rows), tolerances)  # 4. summary
-    _write_summary(out, table, times)
-    _print_table(console, table, times, summary)
-    from softrank.findings.report import write_report
-
-    page = write_report(replay.out, out / "report.html", research=args.panel == "full")
-    code = 0 if not summary.malformed else 2
+    _print_table(console, result.table, result.times, result.summary)
     if as_json:
         import json
 
-        print(json.dumps({"out": str(out), "store": str(store), "replay": str(replay.out), "report": str(page),
-                          "table": table, "replay_summary": summary.as_json(), "seconds": times, "exit_code": code},
-                         default=str), flush=True)
+        print(json.dumps({"out": str(result.out), "store": str(result.store), "replay": str(result.replay),
+                          "report": str(result.page), "table": result.table,
+                          "replay_summary": result.summary.as_json(), "seconds": result.times,
+                          "exit_code": result.code}, default=str), flush=True)
     else:
-        print(f"report: {page}", flush=True)
-    return code
+        print(f"report: {result.page}", flush=True)
+    return result.code
+
+
+def _pipeline_arguments(args, tolerances: list[Tolerance], console):
+    """The pipeline's ``Settings`` and ``Hooks`` (printing, progress bars, the user's model)."""
+    from softrank.cli.args import check_device
+    from softrank.cli.run_panel import given_counts
+    from softrank.pipeline.steps import Hooks, Settings
+
+    progress = not args.no_progress
+    settings = Settings(out=output_dir(args.out), tolerances=tolerances, jobs=args.jobs, scheduler=args.scheduler,
+                        resume=args.resume, reuse=args.reuse, panel=args.panel, limit=args.limit,
+                        given=given_counts(args), device=check_device(args.device),
+                        model=None if args.model is None else str(args.model))
+    return settings, Hooks(say=console.print, progress=_progress_hook(progress),
+                           extract_model=lambda store: extract_model(args, store, console, progress))
+
+
+def _progress_hook(on: bool):
+    """``hook(label, start)``: a context yielding ``report(done, total)`` (None when ``on`` is
+    false) that opens a progress bar at its first report, when the total is known."""
+    from contextlib import ExitStack, contextmanager
+
+    from softrank.cli.progress import progress
+
+    @contextmanager
+    def hook(label: str, start: int = 0):
+        if not on:
+            yield None
+            return
+        with ExitStack() as stack:
+            bar = []
+
+            def report(done: int, total: int) -> None:
+                if not bar:
+                    bar.append(stack.enter_context(progress(True, total, label, start=start)))
+                bar[0](done)
+            yield report
+    return hook
 
 
 def _print_plan(args, tolerances, as_json: bool) -> int:
@@ -158,107 +180,6 @@ def _print_plan(args, tolerances, as_json: bool) -> int:
     for fam, f in plan["families"].items():
         print(f"  {fam}: {f['operators']} operators at {f['shape'][0]} x {f['shape'][1]}")
     return 0
-
-
-def _extract(args, store: Path, out: Path, console, progress: bool) -> None:
-    """Step 1: the panel into ``store`` (``--reuse``: kept as it is; ``--resume``: families not
-    yet journaled), or the user's model."""
-    have = (store / "records").is_dir() and any((store / "records").iterdir())
-    if args.model is not None and not (args.reuse and have):
-        if have and not args.resume:
-            raise InputError(str(store), "store", "already holds records; remove it, choose another --out, "
-                                                  "or pass --reuse")
-        extract_model(args, store, console, progress)
-        return
-    from softrank.cli.run_panel import extract_panel
-
-    extract_panel(args, store, out, console, progress)
-
-
-def _bracket(store: Path, tolerances: list[Tolerance], args, progress: bool) -> list[dict]:
-    """Step 2, its rows journaled in ``OUT/.bracket-done`` once the bracket's tables are written
-    (the bracket removes its own journal then), so that ``--resume`` after a kill in the replay
-    does not bracket again."""
-    from softrank.cli.bracket import run_bracket
-    from softrank.fastpath.runner import Journal
-
-    journal = Journal(store.parent / BRACKET_DONE, {"eps": [t.text for t in tolerances]}, resume=args.resume)
-    done = journal.entries().get("rows")
-    if isinstance(done, list):
-        return done
-    rows = run_bracket(store, None, tolerances, jobs=args.jobs, progress=progress, label="bracket",
-                       scheduler=args.scheduler, resume=args.resume)
-    return journal.add("rows", rows)
-
-
-def _replay(store: Path, out: Path, args, progress: bool):
-    """The replay job after its run (its ``rows`` and ``out``) and its summary."""
-    from softrank.findings.replay_job import ReplayJob
-
-    job = ReplayJob(store, out, resume=args.resume)
-    with progress_report(progress, "replay") as report:
-        summary = job.execute(jobs=args.jobs, scheduler=args.scheduler, progress=report)
-    return job, summary
-
-
-def replay_by_tolerance(replay_rows: list[dict]) -> dict[tuple[str, object], dict]:
-    """The replay's rows by (record id, exact tolerance); a malformed record's row has none."""
-    out = {}
-    for row in replay_rows:
-        if row.get("status") != "malformed" and isinstance(row.get("eps"), str):
-            out[(row["record_id"], Tolerance.from_printed(row["eps"]).value)] = row
-    return out
-
-
-def _int(v):
-    try:
-        return int(float(v))
-    except (TypeError, ValueError):
-        return None
-
-
-def summarise(rows: list[dict], replay_rows: dict, tolerances: list[Tolerance]) -> list[dict]:
-    """One row per (family, eps): float64 bracket statistics, baseline, validated agreement; the
-    bracket's rows and the replay's are joined on the exact tolerance."""
-    groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        groups.setdefault((r["family"] or r["model"], Tolerance.from_printed(r["eps_text"]).value), []).append(r)
-    return [_family_row(fam, tol, groups[fam, tol.value], replay_rows)
-            for fam in sorted({fam for fam, _ in groups}) for tol in tolerances if (fam, tol.value) in groups]
-
-
-def _family_row(fam: str, tol: Tolerance, sel: list[dict], replay_rows: dict) -> dict:
-    p = [min(r["m"], r["N"]) for r in sel]
-    U = [r["upper"] if r["upper"] is not None else q for r, q in zip(sel, p)]
-    L = [r["lower"] for r in sel]
-    bU = [r["baseline_upper"] if r["baseline_upper"] is not None else q for r, q in zip(sel, p)]
-    bL = [r["baseline_lower"] for r in sel]
-    agree = witnessed = 0
-    for r in sel:
-        rep = replay_rows.get((r["record_id"], tol.value))
-        if rep is None:
-            continue
-        witnessed += 1
-        agree += (_int(rep.get("validated_lower")) == r["lower"]
-                  and _int(rep.get("validated_upper")) == r["upper"])
-    return {
-        "family": fam, "eps": tol.binary64, "operators": len(sel),
-        "shape": f"{sel[0]['m']}x{sel[0]['N']}",
-        "median_L": statistics.median(L), "median_U": statistics.median(U),
-        "median_U_over_L": statistics.median(u / max(l, 1) for u, l in zip(U, L)),
-        "resolved": sum(bool(r["resolved"]) for r in sel) / len(sel),
-        "baseline_median_L": statistics.median(bL), "baseline_median_U": statistics.median(bU),
-        "baseline_median_U_over_L": statistics.median(u / max(l, 1) for u, l in zip(bU, bL)),
-        "baseline_resolved": sum(bool(r["baseline_resolved"]) for r in sel) / len(sel),
-        "validated_agreement": (agree / witnessed) if witnessed else None,
-        "replayed": witnessed,
-    }
-
-
-def _write_summary(out: Path, table: list[dict], times: dict) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    write_csv(out / "summary.csv", table, list(table[0]) if table else [])
-    write_json(out / "summary.json", {"table": table, "seconds": times})
 
 
 def _print_table(console, table: list[dict], times: dict, summary) -> None:

@@ -15,6 +15,10 @@
 - ``RecordsJob``: a journaled, resumable job over the record folders of a store, which
   ``softrank bracket``, ``tighten``, ``replay``, ``attack``, the studies and the benchmarks use.
 - ``limit_threads``: one BLAS thread per worker (the runner supplies the parallelism).
+- ``WorkersFailed``: a local cluster that failed to start ``CLUSTER_STARTS`` times (each failed
+  start is retried after a pause), or a task whose workers kept dying (dask's ``KilledWorker``);
+  its text is one line.  A worker killed while it runs a task is replaced and the task retried by
+  dask itself.
 
 Every task function and task must pickle (a module-level function, plain data).
 """
@@ -35,6 +39,11 @@ from softrank.fastpath.store.files import load_json_text, read_text_file, write_
 from softrank.validated.errors import InputError
 
 BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+CLUSTER_STARTS = 3  # tries of a local cluster's start ("Nanny failed to start": a worker died at birth)
+
+
+class WorkersFailed(RuntimeError):
+    """The workers could not be started or kept dying (module docstring); ``str`` is one line."""
 
 
 def limit_threads() -> None:
@@ -90,10 +99,21 @@ def local_cluster(workers: int):
 
     # dask's MALLOC_TRIM_THRESHOLD_ (every large array a fresh mmap, its pages faulted in again)
     # and 10 ms profiler cost numpy-heavy records a third more CPU time, mostly in the kernel
-    with dask.config.set({"distributed.worker.profile.enabled": False,
-                          "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
-        cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=logging.CRITICAL)
+    for attempt in range(1, CLUSTER_STARTS + 1):
+        try:
+            with dask.config.set({"distributed.worker.profile.enabled": False,
+                                  "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+                # the scheduler's HTTP server on a free port: on 8787, taken by another run, it warns on stderr
+                cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
+                                       dashboard_address=None, silence_logs=logging.CRITICAL,
+                                       scheduler_kwargs={"dashboard_address": ":0"})
+            break
+        except (RuntimeError, OSError, TimeoutError) as err:  # a failed start closes what it started
+            if attempt == CLUSTER_STARTS:
+                why = " ".join(str(err).split()) or type(err).__name__
+                raise WorkersFailed(f"a local Dask cluster of {max(1, workers)} workers failed to start "
+                                    f"{CLUSTER_STARTS} times ({why})") from None
+            time.sleep(0.5 * attempt)
     try:
         yield cluster
     finally:
@@ -128,6 +148,7 @@ def _dask_map(client, func, tasks: list, name: str) -> Iterator[tuple]:
     import uuid
 
     from dask.distributed import as_completed
+    from distributed import KilledWorker
 
     # one task per worker thread at a time: a task is sent to the first thread that falls idle
     # (greedy list scheduling).  A deeper window lets the scheduler queue two tasks on one worker
@@ -146,7 +167,11 @@ def _dask_map(client, func, tasks: list, name: str) -> Iterator[tuple]:
 
     queue = as_completed([f for f in (submit() for _ in range(window)) if f is not None])
     for fut in queue:
-        result = fut.result()
+        try:
+            result = fut.result()
+        except KilledWorker as err:  # dask retried the task on other workers; they died too
+            raise WorkersFailed(f"the workers running task {index[fut.key]} of {name} kept dying "
+                                f"({' '.join(str(err).split())[:200]})") from None
         i = index.pop(fut.key)
         fut.release()
         nxt = submit()
@@ -159,10 +184,11 @@ class Journal:
     """Per-item results of a long run: one JSON file per item in FOLDER, each written atomically
     and durably, so an entry is whole or absent.  ``params`` (JSON) describe the run; resuming a
     journal made with other parameters is an ``InputError``.  Without ``resume`` an old journal is
-    discarded."""
+    discarded.  ``keep``: ``remove`` leaves the folder to its owner (``softrank.pipeline`` removes a
+    step's journal once the step's result is journaled in turn)."""
 
-    def __init__(self, folder, params: dict, resume: bool = False):
-        self.folder = Path(folder)
+    def __init__(self, folder, params: dict, resume: bool = False, keep: bool = False):
+        self.folder, self.keep = Path(folder), keep
         self.params = json.loads(json.dumps(params))
         if self.folder.exists() and not resume:
             shutil.rmtree(self.folder)
@@ -201,7 +227,8 @@ class Journal:
         return out
 
     def remove(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if not self.keep:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _param_difference(old, new) -> str:

@@ -175,7 +175,7 @@ class ReplayJob(RecordsJob):
     in ``rows`` and ``verdicts`` after ``execute``)."""
 
     def __init__(self, store, out, *, strict: bool = False, budgets: tuple[int, ...] = DEFAULT_BUDGETS,
-                 resume: bool = False):
+                 resume: bool = False, journal=None):
         self.store, self.strict, self.budgets = store, bool(strict), tuple(budgets)
         # entries that are not folders are replayed too: each is then a malformed record on one line
         folders = record_entries(store)
@@ -189,7 +189,9 @@ class ReplayJob(RecordsJob):
             (self.out / name).unlink(missing_ok=True)
         params = {"store": str(Path(store).resolve()), "strict": self.strict, "budgets": list(self.budgets),
                   "softrank_version": __version__}
-        super().__init__(folders, Journal(self.out / JOURNAL, params, resume=resume))
+        # a journal folder the caller names (softrank.pipeline) is its to remove
+        super().__init__(folders, Journal(journal or self.out / JOURNAL, params, resume=resume,
+                                          keep=journal is not None))
         if resume:  # records still in the store, unchanged since they were replayed
             by_name = dict(zip(self.names(), self.folders))
             self.resume_from(lambda name, p: p.get("fingerprint") == _fingerprint(by_name[name]))

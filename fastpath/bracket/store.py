@@ -180,7 +180,8 @@ class BracketJob(RecordsJob):
     """One bracketing of STORE into OUT (default: in place): the records to do, the journal, and
     the final tables.  The caller checks that OUT is no input of the run (``cli/bracket.py``)."""
 
-    def __init__(self, store, out=None, *, eps_list=DEFAULT_EPS, mode: str = "fast", resume: bool = False):
+    def __init__(self, store, out=None, *, eps_list=DEFAULT_EPS, mode: str = "fast", resume: bool = False,
+                 journal=None):
         self.store, self.mode = Path(store), mode
         self.eps = Tolerance.parse_list(eps_list)
         recover_store(self.store)  # a record a killed writer left in .old-ID-* is put back first
@@ -193,7 +194,9 @@ class BracketJob(RecordsJob):
         self.in_place = self.out.resolve() == self.store.resolve()
         params = {"store": str(self.store.resolve()), "eps": [t.text for t in self.eps], "mode": mode,
                   "softrank_version": __version__}
-        super().__init__(folders, Journal(self.out / JOURNAL, params, resume=resume))  # other parameters: InputError
+        # other parameters: InputError; a journal folder the caller names (softrank.pipeline) is its to remove
+        super().__init__(folders, Journal(journal or self.out / JOURNAL, params, resume=resume,
+                                          keep=journal is not None))
         start_run(self.out)  # from here on nothing in OUT looks complete
         if resume:
             self.resume_from(self._unchanged)

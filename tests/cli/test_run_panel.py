@@ -90,7 +90,7 @@ def _entries(folder: Path) -> int:
     return len([p for p in folder.glob("*.json") if p.name != "params.json"]) if folder.is_dir() else 0
 
 
-@pytest.mark.parametrize("journal", ["store/.partial", ".extract-partial"], ids=["bracket", "extraction"])
+@pytest.mark.parametrize("journal", [".partial/bracket", ".partial/extract"], ids=["bracket", "extraction"])
 def test_killed_run_resumes_to_the_tables_of_an_uninterrupted_run(reference, tmp_path, journal):
     out = tmp_path / "out"
     proc = subprocess.Popen([*RUN, "--jobs", "1", "--out", str(out)], cwd=tmp_path, stdout=subprocess.DEVNULL,
@@ -111,7 +111,7 @@ def test_killed_run_resumes_to_the_tables_of_an_uninterrupted_run(reference, tmp
 
 def test_resume_after_the_bracket_does_not_bracket_again(reference, tmp_path):
     """Killed in the replay (simulated: the replay and the summary removed after a whole run):
-    ``--resume`` replays and summarises again from the journaled bracket rows."""
+    ``--resume`` replays and summarises again from the bracket step's journal entry."""
     out = tmp_path / "out"
     shutil.copytree(reference, out)
     shutil.rmtree(out / "replay")

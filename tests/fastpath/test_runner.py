@@ -47,3 +47,54 @@ def test_records_job_with_a_cost_sends_the_largest_records_first_and_keeps_every
     plain = RecordsJob(folders).run(_sleep_task, lambda f: seconds[f.rsplit("/", 1)[1]], jobs=2)
     first = sorted(plain, key=lambda name: plain[name][1])[:2]
     assert set(first) == {"a", "b"}, first  # without a cost: the store's order, one per worker
+
+
+def _failing_nanny_starts(monkeypatch, failures: int) -> list[int]:
+    """The first ``failures`` nanny starts of this process fail (as when a worker dies at birth:
+    "Nanny failed to start"); returns the count of starts tried."""
+    import distributed.nanny
+
+    start, seen = distributed.nanny.Nanny.start_unsafe, [0]
+
+    async def start_unsafe(self):
+        seen[0] += 1
+        if seen[0] <= failures:
+            raise RuntimeError("planted: this nanny does not start")
+        return await start(self)
+
+    monkeypatch.setattr(distributed.nanny.Nanny, "start_unsafe", start_unsafe)
+    return seen
+
+
+def test_a_cluster_start_that_fails_is_tried_again(monkeypatch):
+    seen = _failing_nanny_starts(monkeypatch, 1)
+    assert dict(run_tasks(abs, [-1, -2, -3], jobs=2)) == {0: 1, 1: 2, 2: 3}
+    assert seen[0] >= 3  # the failed start's two nannies, then the second start's
+
+
+def test_a_cluster_that_never_starts_is_one_error_line(monkeypatch):
+    import pytest
+
+    from softrank.fastpath.runner import CLUSTER_STARTS, WorkersFailed
+
+    seen = _failing_nanny_starts(monkeypatch, 10**6)
+    with pytest.raises(WorkersFailed) as err:
+        list(run_tasks(abs, [-1, -2], jobs=2))
+    assert f"failed to start {CLUSTER_STARTS} times (Nanny failed to start.)" in str(err.value)
+    assert "\n" not in str(err.value) and seen[0] >= CLUSTER_STARTS
+
+
+def _die(_task):
+    os._exit(1)  # the worker process dies under its task, as when it is killed
+
+
+def test_workers_that_keep_dying_under_a_task_are_one_error_line():
+    import dask
+    import pytest
+
+    from softrank.fastpath.runner import WorkersFailed
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):  # no retry on another worker
+        with pytest.raises(WorkersFailed, match=r"^the workers running task [01] of _die kept dying \(") as err:
+            list(run_tasks(_die, [1, 2], jobs=2))
+    assert "\n" not in str(err.value)

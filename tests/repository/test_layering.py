@@ -1,5 +1,6 @@
-"""Imports go one way: front ends (cli/, api/) -> results room (findings/), studies (studies/) and
-benchmarks (bench/) -> producer (fastpath/) -> search -> trusted core.
+"""Imports go one way: front ends (cli/, api/) -> pipeline (pipeline/) -> results room (findings/),
+studies (studies/) and benchmarks (bench/) -> producer (fastpath/) -> search -> trusted core.  The
+producer and the core never import the pipeline, and the pipeline never imports a front end.
 
 The trusted core is every file under validated/, exact/, oracle/ and replay/ outside a folder named
 ``search``, and nothing else.  A trusted file imports only the standard library, numpy,
@@ -32,7 +33,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ("validated", "exact", "oracle", "replay")
 SEARCH = "search"  # a folder of this name inside a core folder is untrusted
-COMPONENTS = CORE + ("advisors", "fastpath", "findings", "studies", "bench", "cli", "api")
+COMPONENTS = CORE + ("advisors", "fastpath", "findings", "pipeline", "studies", "bench", "cli", "api")
 THIRD_PARTY = {
     "trusted": {"numpy", "flint", "sympy", "mpmath"},
     "search": {"numpy", "flint", "sympy", "mpmath"},
@@ -49,9 +50,10 @@ ALLOWED = {
     "fastpath": {"trusted", "search", "advisors", "fastpath", "root"},
     "findings": {"trusted", "findings", "root"},  # and ROOM_PRODUCER
     "api": {"trusted", "search", "advisors", "fastpath", "findings", "api", "root"},
-    "cli": {"trusted", "search", "advisors", "fastpath", "findings", "studies", "bench", "cli", "root"},
+    "cli": {"trusted", "search", "advisors", "fastpath", "findings", "pipeline", "studies", "bench", "cli", "root"},
     "studies": {"trusted", "search", "advisors", "fastpath", "findings", "cli", "studies", "root"},
     "bench": {"trusted", "search", "advisors", "fastpath", "findings", "cli", "bench", "root"},
+    "pipeline": {"trusted", "search", "advisors", "fastpath", "findings", "pipeline", "root"},
 }
 FRONT_ENDS = ("cli", "api")
 
@@ -135,7 +137,7 @@ def _private_room_names(root: Path, file: Path) -> list[str]:
 
 def violations(root: Path) -> list[str]:
     bad = []
-    for part in CORE + ("advisors", "fastpath", "findings", "studies", "bench") + FRONT_ENDS:
+    for part in CORE + ("advisors", "fastpath", "findings", "pipeline", "studies", "bench") + FRONT_ENDS:
         for file in sorted((root / part).rglob("*.py")):
             zone = zone_of_file(root, file)
             third = THIRD_PARTY.get(zone)  # None: the producer, the studies, benchmarks and front ends may use any library
@@ -198,6 +200,11 @@ def _tree(tmp_path: Path) -> Path:
     (tmp_path / "bench" / "clean.py").write_text(
         "import pyarrow\nfrom softrank.cli.args import check_count\nfrom softrank.fastpath.store import demo\n"
         "from softrank.replay import engine\n")
+    (tmp_path / "pipeline" / "clean.py").write_text(
+        "import fcntl\nfrom softrank.fastpath.runner import Journal\nfrom softrank.findings.replay_job import ReplayJob\n"
+        "from softrank.exact.tolerance import Tolerance\nfrom .clean import run\n")
+    (tmp_path / "cli" / "clean.py").write_text("import rich\nfrom softrank.fastpath import bracket\n"
+                                               "from softrank.pipeline.run import run_pipeline\n")
     return tmp_path
 
 
@@ -268,6 +275,12 @@ def _tree(tmp_path: Path) -> Path:
     # a front end reaching for a private name of the room
     ("cli", "from softrank.findings.report import _write\n"),
     ("api", "def f():\n    from softrank.findings.regress import _ends\n"),
+    # the producer or the core reaching up into the pipeline, the pipeline into the front ends
+    ("fastpath", "from softrank.pipeline.run import run_pipeline\n"),
+    ("fastpath", "def f():\n    from ..pipeline import lock\n"),
+    ("validated", "import softrank.pipeline.summary\n"),
+    ("pipeline", "from softrank.cli.args import parse_tolerances\n"),
+    ("pipeline", "from ..cli.run import run\n"),
 ])
 def test_a_planted_violation_is_caught(tmp_path, folder, planted):
     root = _tree(tmp_path)

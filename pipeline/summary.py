@@ -1,0 +1,71 @@
+"""``softrank run``'s summary: one row per (family, eps) of float64 bracket statistics, the
+baseline, and the validated replay's agreement, joined on the exact tolerance; written to
+``OUT/summary.csv`` and ``OUT/summary.json`` (with the seconds per step)."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from softrank.exact.tolerance import Tolerance
+from softrank.fastpath.store.files import write_csv, write_json
+
+
+def replay_by_tolerance(replay_rows: list[dict]) -> dict[tuple[str, object], dict]:
+    """The replay's rows by (record id, exact tolerance); a malformed record's row has none."""
+    out = {}
+    for row in replay_rows:
+        if row.get("status") != "malformed" and isinstance(row.get("eps"), str):
+            out[(row["record_id"], Tolerance.from_printed(row["eps"]).value)] = row
+    return out
+
+
+def _int(v):
+    try:
+        return int(float(v))
+    except (TypeError, ValueError):
+        return None
+
+
+def summarise(rows: list[dict], replay_rows: dict, tolerances: list[Tolerance]) -> list[dict]:
+    """One row per (family, eps): float64 bracket statistics, baseline, validated agreement; the
+    bracket's rows and the replay's are joined on the exact tolerance."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["family"] or r["model"], Tolerance.from_printed(r["eps_text"]).value), []).append(r)
+    return [_family_row(fam, tol, groups[fam, tol.value], replay_rows)
+            for fam in sorted({fam for fam, _ in groups}) for tol in tolerances if (fam, tol.value) in groups]
+
+
+def _family_row(fam: str, tol: Tolerance, sel: list[dict], replay_rows: dict) -> dict:
+    p = [min(r["m"], r["N"]) for r in sel]
+    U = [r["upper"] if r["upper"] is not None else q for r, q in zip(sel, p)]
+    L = [r["lower"] for r in sel]
+    bU = [r["baseline_upper"] if r["baseline_upper"] is not None else q for r, q in zip(sel, p)]
+    bL = [r["baseline_lower"] for r in sel]
+    agree = witnessed = 0
+    for r in sel:
+        rep = replay_rows.get((r["record_id"], tol.value))
+        if rep is None:
+            continue
+        witnessed += 1
+        agree += (_int(rep.get("validated_lower")) == r["lower"]
+                  and _int(rep.get("validated_upper")) == r["upper"])
+    return {
+        "family": fam, "eps": tol.binary64, "operators": len(sel),
+        "shape": f"{sel[0]['m']}x{sel[0]['N']}",
+        "median_L": statistics.median(L), "median_U": statistics.median(U),
+        "median_U_over_L": statistics.median(u / max(l, 1) for u, l in zip(U, L)),
+        "resolved": sum(bool(r["resolved"]) for r in sel) / len(sel),
+        "baseline_median_L": statistics.median(bL), "baseline_median_U": statistics.median(bU),
+        "baseline_median_U_over_L": statistics.median(u / max(l, 1) for u, l in zip(bU, bL)),
+        "baseline_resolved": sum(bool(r["baseline_resolved"]) for r in sel) / len(sel),
+        "validated_agreement": (agree / witnessed) if witnessed else None,
+        "replayed": witnessed,
+    }
+
+
+def write_summary(out: Path, table: list[dict], times: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(out / "summary.csv", table, list(table[0]) if table else [])
+    write_json(out / "summary.json", {"table": table, "seconds": times})

@@ -35,7 +35,8 @@ from softrank.cli.args import check_count, path_arg
 from softrank.cli.paths import output_dir, output_file
 from softrank.cli.regress_baseline import baselines, check_baseline_target
 from softrank.cli.tables import write_table
-from softrank.fastpath.store.replay_table import eps_fraction, read_replay_table
+from softrank.fastpath.store.replay_table import read_replay_table
+from softrank.replay.tolerance import Tolerance
 from softrank.validated.errors import InputError
 
 VERDICTS = ("feasible", "impossible", "unresolved")
@@ -82,7 +83,10 @@ def _upper_explanation(row: dict) -> str:
     if outcome is None:
         return "no upper witness stored"
     bound = row.get("upper_bound") or ""
-    eps = eps_fraction(row.get("eps") or "")
+    try:
+        eps = Tolerance.from_table(row.get("eps") or "").value  # the table file's eps cell
+    except InputError:
+        eps = None
     excess = ""
     try:
         if bound and eps is not None:

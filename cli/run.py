@@ -26,11 +26,11 @@ import statistics
 import time
 from pathlib import Path
 
-from softrank.cli.args import check_count, max_jobs, parse_tolerances, path_arg, value_arg
+from softrank.cli.args import check_count, max_jobs, path_arg, value_arg
 from softrank.cli.extract import add_model_options, check_model_options, extract_model, progress_report
 from softrank.cli.paths import output_dir
-from softrank.exact.tolerance import Tolerance
 from softrank.fastpath.store.files import write_csv, write_json
+from softrank.replay.tolerance import Tolerance
 from softrank.validated.errors import InputError
 
 MODELS = ("minilm", "smollm2")
@@ -77,7 +77,7 @@ def configure(parser) -> None:
 
 
 def _check_arguments(args) -> list[Tolerance]:
-    """The tolerances (``softrank.cli.args.parse_tolerances``), after the other checks."""
+    """The tolerances (``Tolerance.parse_list``), after the other checks."""
     if args.jobs < 1:
         raise InputError("arguments", "jobs", f"must be a positive integer, got {args.jobs}")
     check_count(args.jobs, "jobs", maximum=max_jobs())
@@ -93,7 +93,9 @@ def _check_arguments(args) -> list[Tolerance]:
                                                "not with --model")
     if all(getattr(args, name) == 0 for name in MODELS) and args.model is None:
         raise InputError("arguments", "minilm", "--minilm 0 and --smollm2 0 leave nothing to run")
-    return parse_tolerances(args.eps)
+    from softrank.replay.reader import MAX_TOLERANCES
+
+    return Tolerance.parse_list(args.eps, most=MAX_TOLERANCES)
 
 
 def run(args) -> int:
@@ -201,13 +203,12 @@ def _replay(store: Path, out: Path, args, progress: bool):
     return job, summary
 
 
-def replay_by_tolerance(replay_rows: list[dict]) -> dict[tuple[str, object], dict]:
-    """The replay's rows by (record id, exact tolerance); a malformed record's row has none."""
-    out = {}
-    for row in replay_rows:
-        if row.get("status") != "malformed" and isinstance(row.get("eps"), str):
-            out[(row["record_id"], Tolerance.from_printed(row["eps"]).value)] = row
-    return out
+def replay_by_tolerance(replay_rows: list[dict]) -> dict[tuple[str, str], dict]:
+    """The replay's rows by (record id, eps text); a malformed record's row has none.  The bracket
+    stored each tolerance of this run as its text, which the replay prints back unchanged, so the
+    text names the run's ``Tolerance`` (nothing is read back from it)."""
+    return {(row["record_id"], row["eps"]): row for row in replay_rows
+            if row.get("status") != "malformed" and isinstance(row.get("eps"), str)}
 
 
 def _int(v):
@@ -219,12 +220,12 @@ def _int(v):
 
 def summarise(rows: list[dict], replay_rows: dict, tolerances: list[Tolerance]) -> list[dict]:
     """One row per (family, eps): float64 bracket statistics, baseline, validated agreement; the
-    bracket's rows and the replay's are joined on the exact tolerance."""
+    bracket's rows and the replay's are joined on the run's ``Tolerance`` (its text in their rows)."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault((r["family"] or r["model"], Tolerance.from_printed(r["eps_text"]).value), []).append(r)
-    return [_family_row(fam, tol, groups[fam, tol.value], replay_rows)
-            for fam in sorted({fam for fam, _ in groups}) for tol in tolerances if (fam, tol.value) in groups]
+        groups.setdefault((r["family"] or r["model"], r["eps_text"]), []).append(r)
+    return [_family_row(fam, tol, groups[fam, tol.text], replay_rows)
+            for fam in sorted({fam for fam, _ in groups}) for tol in tolerances if (fam, tol.text) in groups]
 
 
 def _family_row(fam: str, tol: Tolerance, sel: list[dict], replay_rows: dict) -> dict:
@@ -235,7 +236,7 @@ def _family_row(fam: str, tol: Tolerance, sel: list[dict], replay_rows: dict) ->
     bL = [r["baseline_lower"] for r in sel]
     agree = witnessed = 0
     for r in sel:
-        rep = replay_rows.get((r["record_id"], tol.value))
+        rep = replay_rows.get((r["record_id"], tol.text))
         if rep is None:
             continue
         witnessed += 1

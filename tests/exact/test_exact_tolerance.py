@@ -1,6 +1,6 @@
-"""``exact/tolerance.py`` (the former name of ``replay/tolerance.py``, re-exported): the exact text of a rational at the edges of its decimal form, the one
-parser of a user's tolerance, a record's and a table's tolerance read back as written, and the
-binary64 separation of several tolerances."""
+"""``exact/tolerance.py`` (the former name of ``replay/tolerance.py``, re-exported): the exact text
+of a rational at the edges of its decimal form, the one parser of a user's tolerance, a record's
+and a table's tolerance read back as written, and the binary64 separation of several tolerances."""
 
 from __future__ import annotations
 

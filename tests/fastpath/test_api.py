@@ -219,7 +219,8 @@ def test_store_write_refuses_a_malformed_record_with_an_input_error(tmp_path):
         (dataclasses.replace(good, a_hat=nan), "a_hat"),
         (dataclasses.replace(good, a_hat=2 * good.a_hat), "a_hat"),
         (dataclasses.replace(good, record_id="bad id"), "record_id"),
-        (dataclasses.replace(good, tolerances=[dataclasses.replace(tol, tolerance=Tolerance(Fraction(3, 2), "3/2", 1.5))]),
+        (dataclasses.replace(good, tolerances=[dataclasses.replace(tol, tolerance=Tolerance(Fraction(3, 2), "3/2",
+                                                                                            1.5))]),
          "tolerances[0].eps"),
         (dataclasses.replace(good, tolerances=[dataclasses.replace(tol, upper=dataclasses.replace(
             tol.upper, X=tol.upper.X[:5]))]), "tolerances[0].upper.X"),

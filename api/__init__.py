@@ -15,9 +15,9 @@ from softrank.api.checks import (
            check_record,
            validate,
 )
-from softrank.api.records import Record, parse_eps
+from softrank.api.records import Record
 from softrank.api.results import Results, report, results
 from softrank.api.store import Store
 
 __all__ = ["Captured", "Record", "Results", "Store", "ValidatedTolerance", "Validation", "bracket", "capture",
-           "check_record", "parse_eps", "report", "results", "validate"]
+           "check_record", "report", "results", "validate"]

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from softrank.api.records import Record, parse_eps
+from softrank.api.records import Record
 from softrank.replay import record as core
 from softrank.replay.record import check_record  # the store reader's checks, for records made in memory
-from softrank.validated.errors import InputError
+from softrank.replay.tolerance import Tolerance
 
 BRACKET_EPS = (0.15, 0.25, 0.35)
 
@@ -27,19 +27,16 @@ def bracket(record: core.Record, eps=BRACKET_EPS, mode: str = "fast") -> Record:
     from softrank.fastpath.bracket.matrix import bracket_matrix
 
     eps_list = [eps] if isinstance(eps, (int, float, str, Fraction)) else list(eps)
-    if not eps_list:
-        raise InputError(record.record_id, "eps", "no tolerance given")
-    exact = {float(parse_eps(e, record.record_id)[0]): parse_eps(e, record.record_id) for e in eps_list}
-    result = bracket_matrix(record.a_hat, sorted(exact), mode=mode)
+    tolerances = Tolerance.parse_list(eps_list, "eps", record.record_id, keep_text=True)  # a float: its decimal
+    result = bracket_matrix(record.a_hat, [t.binary64 for t in tolerances], mode=mode)
     out = Record.from_record(record)
-    for e in sorted(result):
-        b = result[e]
-        value, text = exact[e]
+    for tol in tolerances:
+        b = result[tol.binary64]  # the float kernel's result at the tolerance's binary64 number
         upper = None if b.witness is None else core.UpperWitness(
             rank=int(b.witness.X.shape[1]), X=b.witness.X, Y=b.witness.Y, construction=b.witness.construction)
         lower = [_certificate(c.as_record()) for c in b.certificates]
-        out = out.with_tolerance(core.Tolerance(
-            eps=value, eps_text=text, upper=upper, lower=lower, float64_lower=b.lower, float64_upper=b.upper,
+        out = out.with_tolerance(core.ToleranceEntry(
+            tolerance=tol, upper=upper, lower=lower, float64_lower=b.lower, float64_upper=b.upper,
             float64_verdicts={int(k): v for k, v in b.verdicts.items()}))
     return out
 
@@ -85,7 +82,7 @@ class Validation:
 
     def __getitem__(self, eps) -> ValidatedTolerance:
         """The result at tolerance ``eps`` (compared exactly)."""
-        value = parse_eps(eps, self.record_id)[0]
+        value = Tolerance.parse(eps, "eps", self.record_id).value
         for t in self.tolerances:
             if t.eps == value:
                 return t

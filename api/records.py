@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from fractions import Fraction
 
 import numpy as np
 from softrank.fastpath.float64 import rowsoftmax64
 from softrank.replay import record as core
+from softrank.replay.tolerance import Tolerance
 from softrank.validated.errors import InputError
 
 MEMORY_ID = "memory"
@@ -34,16 +34,6 @@ def _matrix(value, where: str, field: str, empty_columns: bool = False) -> np.nd
         bad = np.argwhere(~np.isfinite(arr))[0].tolist()
         raise InputError(where, field, f"non-finite entry (NaN or inf) at {bad}")
     return arr
-
-
-def parse_eps(eps, where: str = "eps") -> tuple[Fraction, str]:
-    """(exact value, text) of a tolerance: a Python float means the decimal it prints as (``0.15``
-    is 3/20, as ``--eps 0.15`` on the command line, not the binary64 number nearest 0.15), a string
-    ``"p/q"`` or ``"0.25"`` or a ``Fraction`` the exact rational; it must lie in (0, 1) (then the
-    store reader's own rule, ``softrank.replay.record.parse_eps``)."""
-    if isinstance(eps, float) and math.isfinite(eps):
-        eps = repr(float(eps))  # the shortest decimal that reads back as this float
-    return core.parse_eps(eps, where, "eps")
 
 
 def _scale(scale, rid: str) -> float:
@@ -118,7 +108,7 @@ class Record(core.Record):
     def with_upper(self, eps, X, Y, construction: str = "user") -> Record:
         """A copy carrying the witness ``B = X Y^T`` at tolerance eps (claim: ``||A - B||_inf <= eps``,
         hence ``r_eps(A) <= rank``); it replaces a witness already held at the same eps."""
-        e, text = parse_eps(eps, self.record_id)
+        tol = Tolerance.parse(eps, "eps", self.record_id, keep_text=True)  # a float: the decimal it prints as
         m, n = self.shape
         x = _matrix(X, self.record_id, "X", empty_columns=True)
         y = _matrix(Y, self.record_id, "Y", empty_columns=True)
@@ -126,10 +116,10 @@ class Record(core.Record):
             raise InputError(self.record_id, "X", f"witness factors X {list(x.shape)}, Y {list(y.shape)} do not "
                                                   f"fit the operator [{m}, {n}] (X: m x r, Y: N x r)")
         witness = core.UpperWitness(rank=int(x.shape[1]), X=x, Y=y, construction=str(construction))
-        return self.with_tolerance(core.Tolerance(eps=e, eps_text=text, upper=witness, lower=[], float64_lower=None,
-                                                  float64_upper=None, float64_verdicts={}), keep_lower=True)
+        return self.with_tolerance(core.ToleranceEntry(tolerance=tol, upper=witness, lower=[], float64_lower=None,
+                                                       float64_upper=None, float64_verdicts={}), keep_lower=True)
 
-    def with_tolerance(self, tol: core.Tolerance, keep_lower: bool = False) -> Record:
+    def with_tolerance(self, tol: core.ToleranceEntry, keep_lower: bool = False) -> Record:
         """A copy with ``tol`` in place of the tolerance at the same eps (appended if none);
         ``keep_lower`` keeps that tolerance's lower certificates and float64 results."""
         tols = list(self.tolerances)

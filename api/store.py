@@ -17,20 +17,6 @@ from softrank.replay.record import check_record
 from softrank.validated.errors import InputError
 
 
-def _eps_field(tol: core.Tolerance):
-    """The eps as written: a JSON number when it is a binary64 value, else its text when that is
-    exact (``"0.15"``), else the exact ``"p/q"``."""
-    as_float = float(tol.eps)
-    if Fraction(as_float) == tol.eps:
-        return as_float
-    try:
-        if Fraction(tol.eps_text) == tol.eps:
-            return tol.eps_text
-    except (TypeError, ValueError, ZeroDivisionError):
-        pass
-    return f"{tol.eps.numerator}/{tol.eps.denominator}"
-
-
 class Store:
     """``Store(path)``: a folder of records.  ``store.write(record)`` adds a record
     (``overwrite=True`` replaces one); ``for record in store`` reads each one (checked);
@@ -85,9 +71,10 @@ class Store:
                     writer.set_qk(record.queries, record.keys, record.scale, record.bias)
                 writer.set_a_hat(record.a_hat)
                 for tol in record.tolerances:
-                    up = tol.upper
+                    up, t = tol.upper, tol.tolerance
+                    eps = t.binary64 if Fraction(t.binary64) == t.value else t  # a JSON number if binary64 holds it
                     writer.add_tolerance(
-                        _eps_field(tol), upper=None if up is None else (up.X, up.Y, up.construction),
+                        eps, upper=None if up is None else (up.X, up.Y, up.construction),
                         lower=[{"kind": c.kind, "lower": c.lower, **c.data} for c in tol.lower],
                         float64={"lower": tol.float64_lower, "upper": tol.float64_upper,
                                  "verdicts": {str(k): v for k, v in tol.float64_verdicts.items()}})

@@ -25,7 +25,6 @@ import statistics
 import sys
 import time
 from dataclasses import replace
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +35,7 @@ from softrank.fastpath.float64 import decoder_value, max_row_l1, rowsoftmax64
 from softrank.replay.engine import replay_record
 from softrank.replay.reader import list_records, read_record
 from softrank.replay.rules import TRIVIAL_RULE, UPPER_RULE, Claim, check_lower_certificate
+from softrank.replay.tolerance import Tolerance
 from softrank.validated.errors import InputError
 from softrank.validated.float_bounds import binary64_environment_ok
 from softrank.validated.softmax_binary64 import softmax_binary64_enclosure
@@ -115,10 +115,6 @@ class _Clock:
         self.t = now
 
 
-def _eps_float(value) -> float:
-    return float(Fraction(str(value)))
-
-
 def _load(folder: Path, ref: dict) -> np.ndarray:
     return np.load(folder / ref["path"])
 
@@ -134,7 +130,7 @@ def _read_plain(folder: Path) -> tuple[dict, dict, list]:
         xy = None if up is None else (_load(folder, up["X"]), _load(folder, up["Y"]))
         certs = [(c["kind"], c["lower"], {k: _load(folder, v) for k, v in c.items() if isinstance(v, dict)})
                  for c in tol.get("lower") or []]
-        tols.append((_eps_float(tol["eps"]), xy, certs))
+        tols.append((Tolerance.from_record(tol["eps"]).binary64, xy, certs))
     return op, arrays, tols
 
 

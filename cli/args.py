@@ -1,5 +1,6 @@
-"""The command line's argument parsers: tolerances (``softrank.exact.tolerance.Tolerance``),
-integer lists (ranks, layers, budgets), counts, paths and devices.
+"""The command line's argument parsers: integer lists (ranks, layers, budgets), counts, paths and
+devices.  A tolerance is read by ``softrank.replay.tolerance.Tolerance`` itself (``parse``,
+``parse_list``), the one parser of a tolerance.
 
 Each parser raises ``InputError("arguments", FIELD, ...)`` on bad input, which the command line
 prints as one line with exit code 2.
@@ -9,48 +10,10 @@ from __future__ import annotations
 
 import argparse
 import re
-from fractions import Fraction
 
-from softrank.exact.tolerance import Tolerance
 from softrank.validated.errors import InputError
 
 MAX_LIST = 100_000  # longest integer list accepted (a span "0-10**9" is refused, not expanded)
-
-
-def parse_tolerance(text: str, field: str = "eps") -> Tolerance:
-    """``"1/4"``, ``"0.25"`` or ``"1e-1"`` -> that exact tolerance, strictly inside (0, 1)."""
-    return Tolerance.parse(str(text), field)
-
-
-def parse_eps_exact(text: str, field: str = "eps") -> Fraction:
-    """The exact rational of ``parse_tolerance`` (for the exact commands: oracle, families)."""
-    return parse_tolerance(text, field).value
-
-
-def parse_tolerances(text: str, field: str = "eps") -> list[Tolerance]:
-    """``"0.15,3/20,0.25"`` -> [3/20, 1/4]: each item the exact rational it spells, equal values
-    once, sorted (``Tolerance.parse_list``).  Two values whose nearest binary64 numbers coincide (or
-    round to 0 or 1) are an ``InputError``: a float64 bracket could not tell them apart."""
-    from softrank.exact.tolerance import check_binary64
-    from softrank.replay.reader import MAX_TOLERANCES
-
-    values = sorted({parse_tolerance(part.strip(), field) for part in str(text).split(",") if part.strip()})
-    if not values:
-        raise InputError("arguments", field, "no tolerance given")
-    if len(values) > MAX_TOLERANCES:
-        raise InputError("arguments", field, f"{len(values)} tolerances, more than the {MAX_TOLERANCES} a record may hold")
-    check_binary64(values, field)
-    return values
-
-
-def parse_tolerance_items(text: str | None, field: str = "eps") -> list[Tolerance] | None:
-    """``"0.25,0.15"`` -> those tolerances in that order, each once (None stays None)."""
-    if text is None:
-        return None
-    items = [parse_tolerance(part.strip(), field) for part in str(text).split(",") if part.strip()]
-    if not items:
-        raise InputError("arguments", field, "no tolerance given")
-    return list(dict.fromkeys(items))
 
 
 def parse_int_list(text: str | None, field: str, minimum: int | None = 0) -> list[int] | None:

@@ -34,10 +34,12 @@ import statistics
 import sys
 import time
 
-from softrank.cli.args import check_count, max_jobs, parse_tolerances, path_arg
+from softrank.cli.args import check_count, max_jobs, path_arg
 from softrank.cli.paths import check_not_input, store_records
 from softrank.cli.progress import progress as progress_bar
 from softrank.fastpath.bracket.matrix import DEFAULT_EPS
+from softrank.replay.reader import MAX_TOLERANCES
+from softrank.replay.tolerance import Tolerance
 
 DEFAULT_EPS_TEXT = "0.15,0.25,0.35"
 
@@ -101,7 +103,7 @@ def _execute(job, jobs: int, scheduler, progress: bool, label: str) -> list[dict
 
 def run(args) -> int:
     jobs = check_count(args.jobs, "jobs", maximum=max_jobs())
-    eps_list = parse_tolerances(args.eps)
+    eps_list = Tolerance.parse_list(args.eps, most=MAX_TOLERANCES)
     t0 = time.perf_counter()
     job = bracket_job(args.store, args.out, eps_list=eps_list, mode=args.mode, resume=getattr(args, "resume", False))
     rows = _execute(job, jobs, getattr(args, "scheduler", None), not args.no_progress, "bracket")

@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import time
 
-from softrank.cli.args import check_count, parse_eps_exact
+from softrank.cli.args import check_count
 from softrank.exact.rational import parse_rational
+from softrank.replay.tolerance import Tolerance
 from softrank.validated.errors import InputError
 from softrank.oracle.families import close_gauge_family, close_grid_family
 
@@ -40,7 +41,7 @@ def run(args) -> int:
     if args.family == "grid":
         check_count(args.r, "r")
         check_count(args.L, "L", minimum=2)
-        eps = parse_eps_exact(args.eps)
+        eps = Tolerance.parse(args.eps).value
         if args.r > MAX_GRID_R or args.L ** args.r > MAX_GRID_POINTS:  # never L^r for a huge r
             raise InputError("arguments", "L", f"L^r points (L = {args.L}, r = {args.r}) are beyond this exact "
                                                f"check (limit {MAX_GRID_POINTS})")

@@ -17,7 +17,7 @@ import sys
 import time
 from fractions import Fraction
 
-from softrank.cli.args import parse_count, parse_eps_exact, path_arg
+from softrank.cli.args import parse_count, path_arg
 
 from softrank.cli.paths import load_json_text, read_text_file
 from softrank.validated.errors import InputError
@@ -116,8 +116,9 @@ def run(args) -> int:
 def _run(args) -> int:
     from softrank.exact.rational import fmt
     from softrank.oracle.search import decide, profile
+    from softrank.replay.tolerance import Tolerance
 
-    eps = parse_eps_exact(args.eps)
+    eps = Tolerance.parse(args.eps).value
     k = parse_count(args.rank, "rank", minimum=0) if args.rank is not None else None
     A = read_matrix(args.matrix)
     witness = read_matrix(args.witness) if args.witness is not None else None

@@ -26,10 +26,10 @@ prints the table.
 
 from __future__ import annotations
 
-from softrank.cli.args import check_count, max_jobs, parse_tolerances, path_arg, value_arg
+from softrank.cli.args import check_count, max_jobs, path_arg, value_arg
 from softrank.cli.extract import add_model_options, check_model_options, extract_model
 from softrank.cli.paths import output_dir
-from softrank.exact.tolerance import Tolerance
+from softrank.replay.tolerance import Tolerance
 from softrank.validated.errors import InputError
 
 MODELS = ("minilm", "smollm2")
@@ -75,7 +75,7 @@ def configure(parser) -> None:
 
 
 def _check_arguments(args) -> list[Tolerance]:
-    """The tolerances (``softrank.cli.args.parse_tolerances``), after the other checks."""
+    """The tolerances (``Tolerance.parse_list``), after the other checks."""
     if args.jobs < 1:
         raise InputError("arguments", "jobs", f"must be a positive integer, got {args.jobs}")
     check_count(args.jobs, "jobs", maximum=max_jobs())
@@ -91,7 +91,9 @@ def _check_arguments(args) -> list[Tolerance]:
                                                "not with --model")
     if all(getattr(args, name) == 0 for name in MODELS) and args.model is None:
         raise InputError("arguments", "minilm", "--minilm 0 and --smollm2 0 leave nothing to run")
-    return parse_tolerances(args.eps)
+    from softrank.replay.reader import MAX_TOLERANCES
+
+    return Tolerance.parse_list(args.eps, most=MAX_TOLERANCES)
 
 
 def run(args) -> int:

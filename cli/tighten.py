@@ -23,9 +23,10 @@ import sys
 import time
 from pathlib import Path
 
-from softrank.cli.args import max_jobs, parse_count, parse_tolerance_items, path_arg
+from softrank.cli.args import max_jobs, parse_count, path_arg
 from softrank.cli.paths import check_outside, output_dir
 from softrank.cli.progress import progress as progress_bar
+from softrank.replay.tolerance import Tolerance
 from softrank.validated.errors import InputError
 
 DEFAULT_BUDGET = 120.0
@@ -117,7 +118,7 @@ def check_paths(store, out, eps_list, records) -> Path:
 def run(args) -> int:
     budget = parse_budget(args.budget)
     jobs = parse_count(args.jobs, "jobs", maximum=max_jobs())
-    eps_list = parse_tolerance_items(args.eps)  # in that order, each once (None: all stored)
+    eps_list = None if args.eps is None else Tolerance.parse_list(args.eps, ordered=True)  # in that order, each once
     records = parse_records(args.records)
     out = check_paths(args.store, args.out, eps_list, records)
     from softrank.fastpath.runner import limit_threads

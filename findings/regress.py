@@ -25,7 +25,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from softrank.fastpath.store.files import output_folder as output_dir
-from softrank.findings.replay_table import eps_fraction, read_replay_table
+from softrank.findings.replay_table import read_replay_table
+from softrank.replay.tolerance import Tolerance
 from softrank.findings.tables import write_table
 
 VERDICTS = ("feasible", "impossible", "unresolved")
@@ -53,7 +54,10 @@ def _upper_explanation(row: dict) -> str:
     if outcome is None:
         return "no upper witness stored"
     bound = row.get("upper_bound") or ""
-    eps = eps_fraction(row.get("eps") or "")
+    try:
+        eps = Tolerance.from_table(row.get("eps") or "").value  # the table file's eps cell
+    except InputError:
+        eps = None
     excess = ""
     try:
         if bound and eps is not None:

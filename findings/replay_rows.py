@@ -8,8 +8,8 @@ Numbers that are bounds never overstate: ``upper_bound`` is the proved bound on
 ``||A - X Y^T||_inf`` as a decimal rounded up, ``chi_upper`` a binary64 number >= the proved bound
 on ``||A - A_hat||_inf``.  ``eps`` is printed exactly: a tolerance written as text (``"0.1"``,
 ``"3/20"``) is that rational and prints as written; one written as a JSON number is a binary64
-number and prints ``binary64(0.1)`` unless its shortest text is already exact (``0.25``)
-(``Tolerance.stored``).
+number and prints ``binary64(0.1)`` unless its shortest text is already exact (``0.25``): the
+record's ``Tolerance`` (``softrank.replay.tolerance``), as the reader built it, prints itself.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from softrank.exact.tolerance import Tolerance
 from softrank.fastpath.capture.labels import record_label
 from softrank.replay.engine import RecordResult
 from softrank.validated.balls import float_at_least
@@ -162,8 +161,8 @@ def result_rows(result: RecordResult, seconds: float,
     chi = None if result.chi is None else float_at_least(result.chi)
     rows, verdicts = [], []
     for tol, t in zip(record.tolerances, result.tolerances):
-        eps = Tolerance.stored(t.eps, t.eps_text).text
-        row = ReplayRow(**base, eps=eps, eps_value=float(t.eps), float64_lower=tol.float64_lower,
+        eps = t.tolerance.text
+        row = ReplayRow(**base, eps=eps, eps_value=t.tolerance.binary64, float64_lower=tol.float64_lower,
                         float64_upper=tol.float64_upper, chi_upper=chi, seconds=seconds,
                         validated_lower=t.validated_lower, validated_upper=t.validated_upper, lower_kind=t.lower_kind,
                         lower_outcomes=[LowerOutcome(kind=lr.kind, claimed=_int64(lr.claimed),

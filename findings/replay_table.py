@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from fractions import Fraction
 from pathlib import Path
 
 import pyarrow as pa
 
-from softrank.exact.tolerance import Tolerance
+from softrank.replay.tolerance import Tolerance
 from softrank.validated.errors import InputError
 
 INT64_MAX = 2**63 - 1
@@ -27,14 +26,6 @@ REPLAY_FILES = ("manifest.json", "replay.parquet", "replay.csv", "verdicts.parqu
 
 # the schema, derived from the row dataclasses of ``softrank.findings.replay_rows``
 from softrank.findings.replay_rows import LOWER_OUTCOME, LOWER_OUTCOME_FIELDS, REPLAY_COLUMNS, VERDICT_COLUMNS  # noqa: E402,F401
-
-
-def eps_fraction(text: str) -> Fraction | None:
-    """The exact value of a table's eps text (``Tolerance.from_printed``; ``None`` if it is not one)."""
-    try:
-        return Tolerance.from_printed(text).value
-    except InputError:
-        return None
 
 
 REPLAY_STATUSES = ("ok", "contradiction", "malformed")
@@ -205,12 +196,22 @@ def _raise(what: str):
     raise _Bad(what)
 
 
-def _tolerance(v):
+def _table_tolerance(v) -> Tolerance:
+    """An ``eps`` cell of a table file read back, as the table printed it (``Tolerance.from_table``),
+    in (0, 1); else ``_Bad``."""
     # a long text or a huge exponent ("1e-999999999") would take ages to read as a rational
     plain = isinstance(v, str) and len(v) <= 400 and not re.search(r"[eE][+-]?0*\d{5,}", v)
-    value = eps_fraction(v) if plain else None
-    if value is None or not 0 < value < 1:
+    try:
+        tol = Tolerance.from_table(v) if plain else None
+    except InputError:
+        tol = None
+    if tol is None or not 0 < tol.value < 1:
         raise _Bad("expected a tolerance in (0, 1)")
+    return tol
+
+
+def _tolerance(v):
+    _table_tolerance(v)
     return v
 
 
@@ -251,7 +252,7 @@ def check_replay_row(path, i: int, row: dict) -> dict:
         v = row["eps_value"]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
             _fail(path, i, row, "eps_value", "expected a number in (0, 1)")
-        if isinstance(row.get("eps"), str) and float(eps_fraction(row["eps"])) != v:
+        if isinstance(row.get("eps"), str) and _table_tolerance(row["eps"]).binary64 != v:
             _fail(path, i, row, "eps_value", f"disagrees with eps {row['eps'][:40]}")
     for column in ("m", "N"):
         if column in row and row[column] is None:

@@ -23,7 +23,8 @@ from collections import Counter, defaultdict
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-from softrank.findings.replay_table import eps_fraction
+from softrank.replay.tolerance import Tolerance
+from softrank.validated.errors import InputError
 
 RESOLVED, UNRESOLVED, NO_WITNESS = "#2f9e44", "#f08c00", "#c92a2a"
 VERDICT_SHARES = ("feasible", "impossible")
@@ -240,12 +241,12 @@ def _kind(op: dict) -> str:
 def _margin(r: dict) -> float | None:
     if r.get("upper_outcome") != "proved" or not r.get("upper_bound"):
         return None
-    eps = eps_fraction(r.get("eps") or "")
     try:
+        eps = Tolerance.from_table(r.get("eps") or "").value  # the table file's eps cell
         bound = Fraction(Decimal(r["upper_bound"]))
-    except (InvalidOperation, ValueError):
+    except (InputError, InvalidOperation, ValueError):
         return None
-    return None if eps is None else float(eps - bound)
+    return float(eps - bound)
 
 
 def distribution_data(rows: list[dict]) -> dict:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from softrank.exact.tolerance import Tolerance
+from softrank.replay.tolerance import Tolerance
 from softrank.fastpath.capture import panels
 from softrank.fastpath.runner import Journal, run_tasks
 from softrank.validated.errors import InputError

@@ -7,17 +7,16 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from softrank.exact.tolerance import Tolerance
 from softrank.fastpath.store.files import write_csv, write_json
+from softrank.replay.tolerance import Tolerance
 
 
-def replay_by_tolerance(replay_rows: list[dict]) -> dict[tuple[str, object], dict]:
-    """The replay's rows by (record id, exact tolerance); a malformed record's row has none."""
-    out = {}
-    for row in replay_rows:
-        if row.get("status") != "malformed" and isinstance(row.get("eps"), str):
-            out[(row["record_id"], Tolerance.from_printed(row["eps"]).value)] = row
-    return out
+def replay_by_tolerance(replay_rows: list[dict]) -> dict[tuple[str, str], dict]:
+    """The replay's rows by (record id, eps text); a malformed record's row has none.  The bracket
+    stored each tolerance of this run as its text, which the replay prints back unchanged, so the
+    text names the run's ``Tolerance`` (nothing is read back from it)."""
+    return {(row["record_id"], row["eps"]): row for row in replay_rows
+            if row.get("status") != "malformed" and isinstance(row.get("eps"), str)}
 
 
 def _int(v):
@@ -29,12 +28,12 @@ def _int(v):
 
 def summarise(rows: list[dict], replay_rows: dict, tolerances: list[Tolerance]) -> list[dict]:
     """One row per (family, eps): float64 bracket statistics, baseline, validated agreement; the
-    bracket's rows and the replay's are joined on the exact tolerance."""
+    bracket's rows and the replay's are joined on the run's ``Tolerance`` (its text in their rows)."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault((r["family"] or r["model"], Tolerance.from_printed(r["eps_text"]).value), []).append(r)
-    return [_family_row(fam, tol, groups[fam, tol.value], replay_rows)
-            for fam in sorted({fam for fam, _ in groups}) for tol in tolerances if (fam, tol.value) in groups]
+        groups.setdefault((r["family"] or r["model"], r["eps_text"]), []).append(r)
+    return [_family_row(fam, tol, groups[fam, tol.text], replay_rows)
+            for fam in sorted({fam for fam, _ in groups}) for tol in tolerances if (fam, tol.text) in groups]
 
 
 def _family_row(fam: str, tol: Tolerance, sel: list[dict], replay_rows: dict) -> dict:
@@ -45,7 +44,7 @@ def _family_row(fam: str, tol: Tolerance, sel: list[dict], replay_rows: dict) ->
     bL = [r["baseline_lower"] for r in sel]
     agree = witnessed = 0
     for r in sel:
-        rep = replay_rows.get((r["record_id"], tol.value))
+        rep = replay_rows.get((r["record_id"], tol.text))
         if rep is None:
             continue
         witnessed += 1

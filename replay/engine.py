@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from softrank.replay.record import Record
+from softrank.replay.tolerance import Tolerance
 from softrank.replay.rules import TRIVIAL_RULE, UPPER_RULE, Claim, check_lower_certificate
 from softrank.validated.float_bounds import binary64_environment_ok
 from softrank.validated.outcome import Check, Outcome
@@ -31,8 +32,7 @@ class LowerResult:
 
 @dataclass
 class ToleranceResult:
-    eps: Fraction
-    eps_text: str
+    tolerance: Tolerance  # the record's, as read
     upper: Check | None  # None: the record has no witness at this eps
     lowers: list[LowerResult]
     validated_lower: int | None  # None only with a contradiction
@@ -46,6 +46,14 @@ class ToleranceResult:
         if self.contradiction:
             return "error"
         return validated_verdict(k, self.validated_lower, self.validated_upper)
+
+    @property
+    def eps(self) -> Fraction:
+        return self.tolerance.value
+
+    @property
+    def eps_text(self) -> str:  # as written in the record
+        return str(self.tolerance.json_field)
 
 
 @dataclass
@@ -120,7 +128,7 @@ def _replay_tolerance(base: Claim, tol, enclosure_error: str) -> ToleranceResult
                          f"r_eps(A) >= {v_lower} but the upper witness ({tol.upper.construction or 'unnamed'}, "
                          f"rank {v_upper}) proves r_eps(A) <= {v_upper}")
     return ToleranceResult(
-        eps=tol.eps, eps_text=tol.eps_text, upper=upper, lowers=lowers,
+        tolerance=tol.tolerance, upper=upper, lowers=lowers,
         validated_lower=None if contradiction else v_lower, lower_kind=lower_kind,
         validated_upper=None if contradiction else v_upper,
         assumptions=tuple(sorted(a for a in assumptions if a)), contradiction=contradiction)

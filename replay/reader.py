@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from softrank.replay.record import (SCHEMA, SCHEMA_VERSIONS_READ, VERDICTS, LowerCertificate, Record, Tolerance,
-                                    UpperWitness, check_record, parse_eps, short)
+from softrank.replay.record import (SCHEMA, SCHEMA_VERSIONS_READ, VERDICTS, LowerCertificate, Record, ToleranceEntry,
+                                    UpperWitness, check_record, short)
+from softrank.replay.tolerance import Tolerance
 from softrank.validated.errors import InputError
 
 MAX_INT = 2**63 - 1  # integer fields end up in int64 table columns
@@ -250,8 +251,8 @@ def _operator(r: _Reader, op: dict) -> dict[str, Any]:
     return out
 
 
-def _read_tolerance(r: _Reader, tol, path: str) -> Tolerance:
-    eps, eps_text = parse_eps(r.get(tol, "eps", path, object), r.where, f"{path}.eps")
+def _read_tolerance(r: _Reader, tol, path: str) -> ToleranceEntry:
+    eps = Tolerance.from_record(r.get(tol, "eps", path, object), r.where, f"{path}.eps")
     up = r.get(tol, "upper", path, dict, optional=True)
     upper = None if up is None else _read_upper(r, up, f"{path}.upper")
     certs = r.get(tol, "lower", path, list, optional=True) or []
@@ -262,8 +263,8 @@ def _read_tolerance(r: _Reader, tol, path: str) -> Tolerance:
     f_lower, f_upper = (r.count(f64, key, f"{path}.float64", optional=True) for key in ("lower", "upper"))
     verdicts = _read_verdicts(r, r.get(f64, "verdicts", f"{path}.float64", dict, optional=True) or {},
                               f"{path}.float64.verdicts")
-    return Tolerance(eps=eps, eps_text=eps_text, upper=upper, lower=lower,
-                     float64_lower=f_lower, float64_upper=f_upper, float64_verdicts=verdicts)
+    return ToleranceEntry(tolerance=eps, upper=upper, lower=lower,
+                          float64_lower=f_lower, float64_upper=f_upper, float64_verdicts=verdicts)
 
 
 def _read_upper(r: _Reader, up: dict, path: str) -> UpperWitness:

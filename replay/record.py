@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from softrank.exact.rational import parse_rational
+from softrank.replay.tolerance import Tolerance, short
 from softrank.validated.errors import InputError
 
 SCHEMA = "softrank.record"
@@ -33,30 +33,6 @@ SCHEMA_VERSION_WRITTEN = 1
 RECORD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}\Z")  # \Z: "$" would let a final newline in
 VERDICTS = ("feasible", "impossible", "unresolved")
 STOCHASTIC_ROW_TOL = 1e-6  # producer's A_hat rows must sum to 1 within this (float64 check)
-
-
-def short(value, limit: int = 60, quote: bool = True) -> str:
-    """A value as shown in an error message: ``repr`` (or ``str``), cut to ``limit`` characters."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
-        return f"<an integer of about {int(value.bit_length() * 0.30103)} digits>"
-    text = repr(value) if quote else str(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def parse_eps(value, where: str, field_name: str) -> tuple[Fraction, str]:
-    """(exact value, text) of a tolerance, for the reader and for records made in memory: a float
-    (a JSON number) is its exact binary64 value, an integer or a ``Fraction`` itself, a string
-    ``"p/q"`` or ``"0.25"`` that exact rational (bounded size); it must lie in (0, 1)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str, Fraction)):
-        raise InputError(where, field_name, f"expected a number or a string 'p/q', got {short(value)}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise InputError(where, field_name, f"must be finite, got {value!r}")
-    text = (f"{value.numerator}/{value.denominator}" if isinstance(value, Fraction)
-            else short(value) if isinstance(value, int) else str(value))
-    exact = parse_rational(value, where, field_name)
-    if not 0 < exact < 1:
-        raise InputError(where, field_name, f"eps must lie in (0, 1), got {text}")
-    return exact, text
 
 
 @dataclass
@@ -83,14 +59,23 @@ class LowerCertificate:
 
 
 @dataclass
-class Tolerance:
-    eps: Fraction  # exact value (a binary64 number, or a rational written "p/q")
-    eps_text: str  # as written in the record
+class ToleranceEntry:
+    """One entry of a record's ``tolerances``: its ``Tolerance`` and what is claimed at it."""
+
+    tolerance: Tolerance  # exact value, text, nearest binary64 (``softrank.replay.tolerance``)
     upper: UpperWitness | None
     lower: list[LowerCertificate]
     float64_lower: int | None
     float64_upper: int | None
     float64_verdicts: dict[int, str]
+
+    @property
+    def eps(self) -> Fraction:
+        return self.tolerance.value
+
+    @property
+    def eps_text(self) -> str:  # as written in the record (a JSON number: its shortest text)
+        return str(self.tolerance.json_field)
 
 
 @dataclass
@@ -106,7 +91,7 @@ class Record:
     scale: float | None
     bias: np.ndarray | None
     a_hat: np.ndarray
-    tolerances: list[Tolerance]
+    tolerances: list[ToleranceEntry]
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -167,8 +152,9 @@ def check_record(record: Record, where: str | None = None) -> None:
         i = int(np.argmax(row_err))
         fail("a_hat", f"not row-stochastic: row {i} sums to {record.a_hat[i].sum():.9g}")
     for t, tol in enumerate(record.tolerances):
-        if not isinstance(tol.eps, Fraction) or not 0 < tol.eps < 1:
-            fail(f"tolerances[{t}].eps", f"eps must lie in (0, 1), got {short(tol.eps_text)}")
+        eps = tol.tolerance
+        if not isinstance(eps, Tolerance) or not isinstance(eps.value, Fraction) or not 0 < eps.value < 1:
+            fail(f"tolerances[{t}].eps", f"eps must lie in (0, 1), got {short(str(eps))}")
         if tol.upper is not None:
             matrix(tol.upper.X, f"tolerances[{t}].upper.X", (m, tol.upper.rank), "[m, rank] =")
             matrix(tol.upper.Y, f"tolerances[{t}].upper.Y", (n, tol.upper.rank), "[N, rank] =")

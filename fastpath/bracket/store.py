@@ -8,7 +8,7 @@ and writes ``index.csv``, the summary table ``bracket.csv`` and ``bracket-manife
 ``records/``.  ``bracket_store`` is that job from Python; ``softrank bracket`` (``cli/bracket.py``)
 checks the paths and prints the summary.
 
-Tolerances are ``softrank.exact.tolerance.Tolerance`` values (text such as ``"3/20"``, a
+Tolerances are ``softrank.replay.tolerance.Tolerance`` values (text such as ``"3/20"``, a
 ``Fraction``, or a Python float read as the decimal it prints as: 0.15 is 3/20), computed with
 their nearest binary64 number and stored as their exact text.  In the rows ``eps`` is that float
 and ``eps_text`` the exact text; ``bracket.csv`` prints ``eps`` as that text and ``eps_value`` as
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from softrank import __version__
-from softrank.exact.tolerance import Tolerance
+from softrank.replay.tolerance import Tolerance
 from softrank.fastpath.bracket.matrix import ALL_CONSTRUCTIONS, DEFAULT_EPS, EpsBracket, Timer, bracket_matrix, resolved
 from softrank.fastpath.capture.labels import record_label
 from softrank.fastpath.lower.certificates import tail_lower
@@ -75,17 +75,17 @@ def _bracket_and_write(folder, out_store, tolerances: list[Tolerance], mode: str
     """``bracket_record``'s rows and the folder of the written record."""
     t0 = time.perf_counter()
     record = read_record(folder)
-    by_float = {t.binary64: t for t in tolerances}
+    tolerances = sorted(tolerances)  # by exact value: their binary64 numbers are distinct (parse_list)
     timer = Timer()
-    result = bracket_matrix(record.a_hat, list(by_float), mode=mode, timer=timer)
+    result = bracket_matrix(record.a_hat, [t.binary64 for t in tolerances], mode=mode, timer=timer)
     with RecordWriter.from_record(out_store, record, provenance_update={"bracketed_by": PRODUCER}) as writer:
-        for e in sorted(result):
-            b = result[e]
+        for t in tolerances:
+            b = result[t.binary64]  # the float kernel's result at the tolerance's binary64 number
             upper = None if b.witness is None else (b.witness.X, b.witness.Y, b.witness.construction)
-            writer.add_tolerance(by_float[e].text, upper=upper, lower=[c.as_record() for c in b.certificates],
+            writer.add_tolerance(t, upper=upper, lower=[c.as_record() for c in b.certificates],
                                  float64={"lower": b.lower, "upper": b.upper, "verdicts": b.verdicts})
     seconds = time.perf_counter() - t0
-    rows = [summary_row(record, result[e], timer, seconds, by_float[e]) for e in sorted(result)]
+    rows = [summary_row(record, result[t.binary64], timer, seconds, t) for t in tolerances]
     return rows, Path(out_store) / "records" / record.record_id
 
 

@@ -6,9 +6,10 @@ write leaves nothing behind and never touches a record already in the store.  Re
 takes two renames (old -> ``records/.old-ID-*/old``, new -> ``records/ID``); a writer killed
 between them leaves the record only in that hidden folder, and ``recover_store`` puts it back.
 
-A tolerance given as a ``Fraction`` is stored as its exact text (``exact_text``: ``"0.15"``,
-``"1/3"``), which the record reader reads as that rational; a float is stored as a JSON number
-(a binary64 value).
+A tolerance given as a ``Tolerance`` (``softrank.replay.tolerance``) is stored as its record field
+(its text, or the JSON number of a ``binary64(...)`` one); a ``Fraction`` as its exact text
+(``exact_text``: ``"0.15"``, ``"1/3"``), which the record reader reads as that rational; a string as
+given; a float as a JSON number (a binary64 value).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from softrank.exact.tolerance import exact_text  # noqa: F401  (the one printer; writers import it from here too)
+from softrank.replay.tolerance import Tolerance, exact_text  # noqa: F401  (exact_text, the one printer: re-exported)
 from softrank.fastpath.store.files import make_temp_dir, read_regular_file, write_csv
 from softrank.replay.reader import list_records
 from softrank.replay.record import RECORD_ID_RE, SCHEMA, SCHEMA_VERSION_WRITTEN, Record
@@ -141,10 +142,14 @@ class RecordWriter:
     def add_tolerance(self, eps, upper=None, lower=None, float64=None) -> None:
         """``upper``: (X, Y, construction) or None. ``lower``: list of dicts
         ``{"kind", "lower", **fields}`` whose numpy-array fields are written as arrays.
-        ``float64``: ``{"lower", "upper", "verdicts": {budget: verdict}}``.  ``eps``: a ``Fraction``
-        (stored as its exact text), a string (stored as given) or a number (stored as binary64)."""
+        ``float64``: ``{"lower", "upper", "verdicts": {budget: verdict}}``.  ``eps``: a ``Tolerance``
+        (stored as its record field), a ``Fraction`` (its exact text), a string (stored as given) or a
+        number (stored as binary64)."""
         t = len(self.doc["tolerances"])
-        entry: dict[str, Any] = {"eps": eps_field(eps)}
+        if isinstance(eps, Fraction):
+            eps = Tolerance.exact(eps)
+        eps = eps.json_field if isinstance(eps, Tolerance) else eps if isinstance(eps, (str, float)) else float(eps)
+        entry: dict[str, Any] = {"eps": eps}
         if upper is not None:
             X, Y, construction = upper
             X, Y = np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64)
@@ -228,14 +233,6 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
-
-
-def eps_field(eps):
-    """A tolerance as a record stores it: a ``Fraction`` as its exact text, a string as given,
-    any other number as a binary64 JSON number."""
-    if isinstance(eps, Fraction):
-        return exact_text(eps)
-    return eps if isinstance(eps, (str, float)) else float(eps)
 
 
 def recover_store(store: str | os.PathLike) -> list[str]:

@@ -22,7 +22,7 @@ JSON number or text of the source record).  A record where nothing improved is c
 ``tighten.csv`` (one row per record and tolerance tried: L/U before and after, seconds) and
 ``index.csv``.
 
-Tolerances are ``softrank.exact.tolerance.Tolerance`` values, matched with the stored ones by
+Tolerances are ``softrank.replay.tolerance.Tolerance`` values, matched with the stored ones by
 their nearest binary64 number (``0.15`` and a stored binary64(0.15) are one tolerance).
 """
 
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from softrank.exact.tolerance import Tolerance
+from softrank.replay.tolerance import Tolerance
 from softrank.fastpath.bracket.matrix import BUDGETS, resolved, verdict
 from softrank.fastpath.store.files import make_temp_dir, read_regular_file
 from softrank.fastpath.float64 import decoder_value, max_row_l1
@@ -88,7 +88,7 @@ def _states(record, doc: dict, A: np.ndarray) -> list[EpsState]:
             w = Witness(t.upper.rank, t.upper.X, t.upper.Y, t.upper.construction or "stored",
                         max_row_l1(A, t.upper.X, t.upper.Y))
         low = t.float64_lower if t.float64_lower is not None else max([1] + [c.lower for c in t.lower])
-        out.append(EpsState(i, Tolerance.stored(t.eps, t.eps_text), doc["tolerances"][i]["eps"], t.eps_text, w, low,
+        out.append(EpsState(i, t.tolerance, doc["tolerances"][i]["eps"], t.eps_text, w, low,
                             w, low))
     return out
 

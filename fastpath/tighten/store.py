@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from softrank.exact.tolerance import Tolerance
+from softrank.replay.tolerance import Tolerance
 from softrank.fastpath.runner import RecordsJob
 from softrank.fastpath.store.files import read_regular_file, write_csv
 from softrank.fastpath.store.writer import write_index

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import csv
 
-from softrank.cli.args import check_count, max_jobs, parse_tolerance, path_arg
+from softrank.cli.args import check_count, max_jobs, path_arg
 from softrank.cli.paths import read_text_file
 from softrank.cli.summaries import json_text
+from softrank.replay.tolerance import Tolerance
 from softrank.validated.errors import InputError
 
 
@@ -48,7 +49,7 @@ def run(args) -> int:
         return _held_out(args)
     if args.table is None:
         raise InputError("arguments", "table", "give a BRACKET_CSV, or --panel for the held-out benchmark")
-    tol = parse_tolerance(args.eps)
+    tol = Tolerance.parse(args.eps)
     rows = list(csv.DictReader(read_text_file(args.table, "table").splitlines()))
     res = construction_ratios(rows, tol)
     if args.json:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 
-from softrank.exact.tolerance import Tolerance
+from softrank.replay.tolerance import Tolerance
 from softrank.fastpath.bracket.matrix import ALL_CONSTRUCTIONS
 from softrank.validated.errors import InputError
 
@@ -24,19 +24,22 @@ def _num(v):
         return None
 
 
-def _value(text):
-    """The exact tolerance a ``bracket.csv`` row prints (None when it is not one)."""
-    try:
-        return Tolerance.from_printed(text).value
-    except InputError:
-        return None
+def _at(rows: list[dict], eps: Tolerance) -> list[dict]:
+    """The rows of ``bracket.csv`` (a table file read back: ``Tolerance.from_table``) at ``eps``."""
+    out = []
+    for r in rows:
+        try:
+            if Tolerance.from_table(r.get("eps"), "bracket.csv") == eps:
+                out.append(r)
+        except InputError:
+            continue  # not a tolerance: no row of eps
+    return out
 
 
 def construction_ratios(rows: list[dict], eps) -> dict[str, dict[str, float]]:
     """family -> construction -> median ratio to the best construction; plus '#best' shares, over
     the rows of tolerance ``eps`` (``Tolerance.parse``; rows joined on the exact value)."""
-    eps = Tolerance.parse(eps)
-    at_eps = [r for r in rows if _value(r.get("eps")) == eps.value]
+    at_eps = _at(rows, Tolerance.parse(eps))
     out: dict[str, dict[str, float]] = {}
     fams = sorted({r["family"] for r in at_eps})
     for fam in fams + ["all"]:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import sys
 
-from softrank.cli.args import check_count, check_device, max_jobs, parse_int_list, parse_tolerances, path_arg, value_arg
+from softrank.cli.args import check_count, check_device, max_jobs, parse_int_list, path_arg, value_arg
 from softrank.cli.extract import one_line_warnings
 from softrank.cli.paths import output_dir
 from softrank.cli.progress import StageBars
 from softrank.cli.summaries import json_text
+from softrank.replay.reader import MAX_TOLERANCES
+from softrank.replay.tolerance import Tolerance
 from softrank.validated.errors import InputError
 
 
@@ -38,7 +40,7 @@ def configure(sub) -> None:
 def _arguments(args) -> dict:
     widths = parse_int_list(args.widths, "widths", minimum=1)
     budgets = parse_int_list(args.budgets, "budgets", minimum=0)
-    eps = parse_tolerances(args.eps)  # the exact rational the text spells, as in softrank bracket
+    eps = Tolerance.parse_list(args.eps, most=MAX_TOLERANCES)  # the exact rational spelt, as in softrank bracket
     if len(eps) != 1:
         raise InputError("arguments", "eps", "the study takes one tolerance")
     check_count(args.operators, "operators")

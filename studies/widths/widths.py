@@ -22,7 +22,7 @@ from collections import defaultdict
 from fractions import Fraction
 from pathlib import Path
 
-from softrank.exact.tolerance import Tolerance
+from softrank.replay.tolerance import Tolerance
 from softrank.fastpath.runner import RecordsJob, limit_threads
 from softrank.replay.engine import validated_verdict as verdict
 from softrank.validated.errors import InputError

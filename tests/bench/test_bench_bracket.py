@@ -18,10 +18,10 @@ def _in_tmp(tmp_path, monkeypatch):
 
 
 def test_quality_reads_the_quarter_rows():
-    rows = [{"eps_text": "1/4", "lower": 4, "upper": 6, "resolved": True},
-            {"eps_text": "1/4", "lower": 5, "upper": 5, "resolved": True},
-            {"eps_text": "1/4", "lower": 2, "upper": 9, "resolved": False},
-            {"eps_text": "3/20", "lower": 1, "upper": 40, "resolved": False}]
+    rows = [{"eps_text": "0.25", "lower": 4, "upper": 6, "resolved": True},
+            {"eps_text": "0.25", "lower": 5, "upper": 5, "resolved": True},
+            {"eps_text": "0.25", "lower": 2, "upper": 9, "resolved": False},
+            {"eps_text": "0.15", "lower": 1, "upper": 40, "resolved": False}]
     q = bench.quality(rows)
     assert q["resolved"] == pytest.approx(2 / 3)
     assert q["median_U_over_L"] == pytest.approx(1.5)

@@ -1,4 +1,4 @@
-"""What the front ends share: the parsers for tolerances, integer lists and counts (one-line
+"""What the front ends share: the parsers for integer lists and counts (one-line
 ``InputError``), the progress bar, and ``softrank replay``'s progress."""
 
 from __future__ import annotations
@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import sys
 from argparse import Namespace
-from fractions import Fraction
 
 import pytest
 
-from softrank.cli.args import check_count, parse_count, parse_eps_exact, parse_int_list, parse_tolerances
+from softrank.cli.args import check_count, parse_count, parse_int_list
 from softrank.cli.progress import progress
 from softrank.validated.errors import InputError
 
@@ -18,23 +17,6 @@ from softrank.validated.errors import InputError
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-
-
-def test_parse_tolerances():
-    tolerances = parse_tolerances("0.35, 0.15,0.25,0.15")
-    assert [t.value for t in tolerances] == [Fraction(3, 20), Fraction(1, 4), Fraction(7, 20)]
-    assert [t.text for t in tolerances] == ["0.15", "0.25", "0.35"]
-    assert [t.binary64 for t in tolerances] == [0.15, 0.25, 0.35]
-    for bad in ("", "0", "1", "abc", "0.2,1.5", " , "):
-        with pytest.raises(InputError):
-            parse_tolerances(bad)
-
-
-def test_parse_eps_exact():
-    assert parse_eps_exact("1/4") == Fraction(1, 4) and parse_eps_exact("0.1") == Fraction(1, 10)
-    for bad in ("0", "1", "3/2", "-1/4", "abc", "nan", "1/0"):
-        with pytest.raises(InputError, match="eps"):
-            parse_eps_exact(bad)
 
 
 def test_parse_int_list():

@@ -1,5 +1,6 @@
-"""``softrank.exact.tolerance.Tolerance``: one parser (text or a Python number), one printer, the
-exact value, the nearest binary64 number; a record's field and a table's text read back."""
+"""``softrank.replay.tolerance.Tolerance`` as the command line uses it: one parser (text or a
+Python number, one or a comma-separated list), one printer, the exact value, the nearest binary64
+number; a record's field and a table file's text read back."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from fractions import Fraction
 
 import pytest
 
-from softrank.exact.tolerance import Tolerance, exact_text
+from softrank.replay.tolerance import Tolerance, exact_text
 from softrank.validated.errors import InputError
 
 
@@ -47,6 +48,35 @@ def test_lists_are_sorted_once_and_distinct_in_binary64():
             Tolerance.parse_list(bad)
 
 
+def test_parse_list_reads_comma_separated_text():
+    tolerances = Tolerance.parse_list("0.35, 0.15,0.25,0.15")
+    assert [t.value for t in tolerances] == [Fraction(3, 20), Fraction(1, 4), Fraction(7, 20)]
+    assert [t.text for t in tolerances] == ["0.15", "0.25", "0.35"]
+    assert [t.binary64 for t in tolerances] == [0.15, 0.25, 0.35]
+    for bad in ("", "0", "1", "abc", "0.2,1.5", " , "):
+        with pytest.raises(InputError):
+            Tolerance.parse_list(bad)
+
+
+def test_parse_list_in_the_given_order_and_its_limit():
+    """``ordered`` (``softrank tighten --eps``): the given order, each value once, no binary64
+    separation; ``most`` (``softrank bracket`` and ``run``): at most that many."""
+    got = Tolerance.parse_list("0.25, 3/20,1/4,0.15000000000000000001", ordered=True)
+    assert [t.value for t in got] == [Fraction(1, 4), Fraction(3, 20), Fraction(3, 20) + Fraction(1, 10**20)]
+    with pytest.raises(InputError, match="no tolerance given"):
+        Tolerance.parse_list(" , ", ordered=True)
+    with pytest.raises(InputError, match="3 tolerances, more than the 2 a record may hold"):
+        Tolerance.parse_list("0.1,0.2,0.3", most=2)
+
+
+def test_parse_value_for_the_exact_commands():
+    """``softrank oracle`` and ``softrank families`` take the exact value of ``Tolerance.parse``."""
+    assert Tolerance.parse("1/4").value == Fraction(1, 4) and Tolerance.parse("0.1").value == Fraction(1, 10)
+    for bad in ("0", "1", "3/2", "-1/4", "abc", "nan", "1/0"):
+        with pytest.raises(InputError, match="eps"):
+            Tolerance.parse(bad).value
+
+
 def test_a_record_field_and_a_table_text_are_read_back():
     assert Tolerance.from_record("0.15").text == "0.15" and Tolerance.from_record("3/20").text == "3/20"
     binary = Tolerance.from_record(0.1)
@@ -55,10 +85,10 @@ def test_a_record_field_and_a_table_text_are_read_back():
     assert Tolerance.stored(Fraction(1, 10), "0.1").text == "0.1"
     assert Tolerance.stored(Fraction(1, 3), "0.333").text == "1/3"
     for printed in ("0.1", "binary64(0.1)", "1/3"):
-        t = Tolerance.from_printed(printed)
+        t = Tolerance.from_table(printed)
         assert t.text == printed and t == Tolerance.from_record(0.1 if printed.startswith("b") else printed)
     with pytest.raises(InputError):
-        Tolerance.from_printed("binary64(1e999)")
+        Tolerance.from_table("binary64(1e999)")
     with pytest.raises(InputError):
         Tolerance.from_record(True)
 

@@ -1,6 +1,6 @@
-"""``exact/tolerance.py``: the exact text of a rational at the edges of its decimal form, the one
-parser of a user's tolerance, a record's and a table's tolerance read back as written, and the
-binary64 separation of several tolerances."""
+"""``exact/tolerance.py`` (the former name of ``replay/tolerance.py``, re-exported): the exact text
+of a rational at the edges of its decimal form, the one parser of a user's tolerance, a record's
+and a table's tolerance read back as written, and the binary64 separation of several tolerances."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 
-from softrank.exact.tolerance import (BINARY64, MAX_DIGITS, Tolerance, _shown, check_binary64, exact_text,
-                                      rational_of_text)
+from softrank.exact.tolerance import BINARY64, MAX_DIGITS, Tolerance, _shown, check_binary64, exact_text
 from softrank.validated.errors import InputError
 
 
@@ -43,9 +42,9 @@ def test_shown_cuts_long_text():
 
 
 @pytest.mark.parametrize("bad", ["", "x", "1/0", "0x1", "1e1000", "1" * (MAX_DIGITS + 1), "1/2/3", "nan"])
-def test_rational_of_text_refuses(bad):
+def test_text_that_is_no_rational_is_refused(bad):
     with pytest.raises(InputError) as err:
-        rational_of_text(bad, "file.json", "eps")
+        Tolerance.parse(bad, "eps", "file.json")
     assert str(err.value).startswith("file.json") and "eps" in str(err.value)
 
 
@@ -94,23 +93,26 @@ def test_stored_keeps_the_written_text_when_it_is_exact():
     assert Tolerance.stored(F(1, 3), "1e999").text == "1/3"
 
 
-def test_from_record_and_from_printed_read_back_what_was_written():
+def test_from_record_and_from_table_read_back_what_was_written():
     assert Tolerance.from_record("1/4").value == F(1, 4) and Tolerance.from_record("1/4").text == "1/4"
     assert Tolerance.from_record(0.25).text == "0.25" and Tolerance.from_record(0.1).value == F(0.1)
     assert Tolerance.from_record(0.1).text == "binary64(0.1)"
-    assert Tolerance.from_record(3).value == 3
-    for bad in (True, None, float("nan"), [0.25]):
+    with pytest.raises(InputError, match=r"eps must lie in \(0, 1\), got 3"):
+        Tolerance.from_record(3)  # the reader's rule: strictly inside (0, 1)
+    for bad in (True, None, [0.25]):
         with pytest.raises(InputError, match="expected a number"):
             Tolerance.from_record(bad, "r.json", "eps")
-    printed = Tolerance.from_printed("binary64(0.1)")
+    with pytest.raises(InputError, match="must be finite, got nan"):
+        Tolerance.from_record(float("nan"), "r.json", "eps")
+    printed = Tolerance.from_table("binary64(0.1)")
     assert printed.value == F(0.1) and printed.text == "binary64(0.1)" and printed.binary64 == 0.1
-    assert Tolerance.from_printed("3/20").value == F(3, 20) and Tolerance.from_printed("0.15").text == "0.15"
+    assert Tolerance.from_table("3/20").value == F(3, 20) and Tolerance.from_table("0.15").text == "0.15"
     with pytest.raises(InputError, match="finite binary64"):
-        Tolerance.from_printed("binary64(1e400)")
+        Tolerance.from_table("binary64(1e400)")
     with pytest.raises(InputError, match="expected text"):
-        Tolerance.from_printed(0.25)
+        Tolerance.from_table(0.25)
     with pytest.raises(InputError):
-        Tolerance.from_printed("binary64(0.1")
+        Tolerance.from_table("binary64(0.1")
 
 
 def test_tolerances_of_equal_value_are_equal_whatever_their_text():

@@ -206,6 +206,8 @@ def test_store_write_refuses_a_malformed_record_with_an_input_error(tmp_path):
     ValueError), and nothing is written."""
     import dataclasses
 
+    from softrank.replay.tolerance import Tolerance
+
     good = softrank.Record.from_logits(_logits(), record_id="w1")
     store = softrank.Store(tmp_path / "store")
     nan = good.a_hat.copy()
@@ -217,7 +219,9 @@ def test_store_write_refuses_a_malformed_record_with_an_input_error(tmp_path):
         (dataclasses.replace(good, a_hat=nan), "a_hat"),
         (dataclasses.replace(good, a_hat=2 * good.a_hat), "a_hat"),
         (dataclasses.replace(good, record_id="bad id"), "record_id"),
-        (dataclasses.replace(good, tolerances=[dataclasses.replace(tol, eps=Fraction(3, 2))]), "tolerances[0].eps"),
+        (dataclasses.replace(good, tolerances=[dataclasses.replace(tol, tolerance=Tolerance(Fraction(3, 2), "3/2",
+                                                                                            1.5))]),
+         "tolerances[0].eps"),
         (dataclasses.replace(good, tolerances=[dataclasses.replace(tol, upper=dataclasses.replace(
             tol.upper, X=tol.upper.X[:5]))]), "tolerances[0].upper.X"),
         (dataclasses.replace(good, tolerances=[cert]), "tolerances[0].lower[0].W"),

@@ -133,8 +133,12 @@ def test_cli_run_bad_arguments(tmp_path, capsys, argv):
 def test_parse_tolerances_reads_exact_rationals():
     from fractions import Fraction
 
-    from softrank.cli.args import parse_tolerances
+    from softrank.replay.reader import MAX_TOLERANCES
+    from softrank.replay.tolerance import Tolerance
     from softrank.validated.errors import InputError
+
+    def parse_tolerances(text):  # as softrank bracket reads --eps
+        return Tolerance.parse_list(text, most=MAX_TOLERANCES)
 
     assert [t.value for t in parse_tolerances("0.25, 0.15,3/20,1.5e-1,1e-1")] == [Fraction(1, 10), Fraction(3, 20),
                                                                                    Fraction(1, 4)]

@@ -16,12 +16,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from softrank.exact.tolerance import Tolerance
 from softrank.findings import replay_rows as rr
-from softrank.findings.replay_table import eps_fraction
 from softrank.findings.tables import table_metadata
 from softrank.fastpath.float64 import rowsoftmax64
 from softrank.fastpath.store.writer import RecordWriter
+from softrank.replay.tolerance import Tolerance
 
 
 def _store(tmp_path):
@@ -55,7 +54,7 @@ def test_eps_prints_exactly_and_two_tolerances_never_print_alike(tmp_path):
     by_eps = {r["eps"]: r for r in rows}
     assert set(by_eps) == {"binary64(0.1)", "0.1"}
     for text, r in by_eps.items():
-        exact = eps_fraction(text)
+        exact = Tolerance.from_table(text).value  # the table file's eps cell, read back
         assert exact == (Fraction(0.1) if text.startswith("binary64") else Fraction(1, 10))
         want = "proved" if err <= exact else "refuted"
         assert r["upper_outcome"] == want, (text, r["upper_outcome"], float(err - exact))

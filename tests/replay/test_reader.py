@@ -296,8 +296,11 @@ def test_identity_record_id_must_match_its_folder_and_keys_must_be_unique(tmp_pa
 
 def test_count_limits_admit_what_the_front_ends_write():
     """The reader's limits on tolerances and certificates are the ones the writers keep to."""
-    from softrank.cli.args import parse_tolerances
     from softrank.replay.reader import MAX_TOLERANCES
+    from softrank.replay.tolerance import Tolerance
+
+    def parse_tolerances(text):  # as softrank bracket and softrank run read --eps
+        return Tolerance.parse_list(text, most=MAX_TOLERANCES)
 
     many = ",".join(f"{i}/1000" for i in range(1, MAX_TOLERANCES + 1))
     assert len(parse_tolerances(many)) == MAX_TOLERANCES

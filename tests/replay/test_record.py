@@ -1,5 +1,5 @@
 """The in-memory record model (``softrank.replay.record``): how values are shown in error messages
-(``short``), how a tolerance is read (``parse_eps``), the operator assumption a record states, and
+(``short``), how a record's tolerance is read (``Tolerance.from_record``), the operator assumption a record states, and
 ``check_record``, the whole-record checks (record id, operator and A_hat shapes and values, eps
 range, witness and certificate arrays), each refusal an ``InputError`` naming the field."""
 
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from softrank.replay.record import (SCHEMA, SCHEMA_VERSION_WRITTEN, SCHEMA_VERSIONS_READ, STOCHASTIC_ROW_TOL,
-                                    VERDICTS, LowerCertificate, Record, Tolerance, UpperWitness, check_record,
-                                    parse_eps, short)
+                                    VERDICTS, LowerCertificate, Record, Tolerance, ToleranceEntry, UpperWitness,
+                                    check_record, short)
 from softrank.validated.errors import InputError
 
 
@@ -25,8 +25,16 @@ def _softmax(h):
 
 
 def _tolerance(eps=Fraction(1, 4), upper=None, lower=(), text=None):
-    return Tolerance(eps=eps, eps_text=str(eps) if text is None else text, upper=upper, lower=list(lower),
-                     float64_lower=None, float64_upper=None, float64_verdicts={})
+    tolerance = Tolerance(eps, str(eps) if text is None else text, 0.25)  # unchecked: check_record checks it
+    return ToleranceEntry(tolerance=tolerance, upper=upper, lower=list(lower), float64_lower=None,
+                          float64_upper=None, float64_verdicts={})
+
+
+def parse_eps(value, where, field):
+    """(exact value, text as written) of a record's tolerance field: ``Tolerance.from_record``, the
+    reader's one parser, and the text a record entry shows (``eps_text``)."""
+    tol = Tolerance.from_record(value, where, field)
+    return tol.value, str(tol.json_field)
 
 
 def _logits_record(m=2, n=3, tolerances=(), **changes):

@@ -61,17 +61,11 @@ def support_dict(support) -> dict | None:
     with ``form`` (and ``offset``, ``size``) attributes, such as the checker's, is read."""
     if support is None:
         return None
-    if isinstance(support, dict):
-        raw = dict(support)
-    else:
-        raw = {"form": getattr(support, "form", None)}
-        for key in ("offset", "size"):
-            if getattr(support, key, None) is not None:
-                raw[key] = getattr(support, key)
-    form = raw.get("form")
+    form = support.get("form") if isinstance(support, dict) else getattr(support, "form", None)
     keys = {"causal": {"form", "offset"}, "window": {"form", "size", "offset"}, "packed": {"form"}}.get(form)
     if keys is None:
         raise ValueError(f"unknown support form {form!r} (one of {', '.join(FORMS)})")
+    raw = dict(support) if isinstance(support, dict) else {key: getattr(support, key, None) for key in keys}
     raw.pop("bits", None)  # a packed support's bits come from its mask
     if set(raw) != keys:
         raise ValueError(f"a {form} support has the keys {sorted(keys)}, got {sorted(raw)}")

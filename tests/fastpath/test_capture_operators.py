@@ -161,11 +161,12 @@ def test_captured_records_carry_the_mask(name):
     for rec in recs:
         layer, head = rec.provenance["layer"], rec.provenance["head"]
         assert rec.mask is not None and rec.shape == (TOKENS, TOKENS)
+        assert rec.support.form == rec.provenance["support"] == ("window" if WINDOWS[name][layer] else "causal")
         assert float(np.abs(rec.a_hat - ref[layer][0, head].double().numpy()).max()) < 1e-5
     blocks = cap.records()
     both = cap.records(operators="both")
-    assert len(both) == len(blocks) + len(recs) - (8 if name == "gemma3" else 0)  # 4 local heads x 2 widths? no:
-    assert {r.record_id for r in both} <= {r.record_id for r in blocks} | {r.record_id for r in recs}
+    assert len(both) == len(blocks) + len(recs)  # Gemma3: no block of a local layer, its native operators
+    assert {r.record_id for r in both} == {r.record_id for r in blocks} | {r.record_id for r in recs}
 
 
 def test_report_deviations():

@@ -52,6 +52,15 @@ WINDOWS = {"llama": [None, None], "qwen2": [None, None], "gpt2": [None, None], "
 DEVIATIONS: dict[str, tuple[int, float]] = {}
 
 
+def _config_window(config, layer: int):
+    """The window the config gives ``layer`` (``layer_types`` where the config has them), or None."""
+    window = getattr(config, "sliding_window", None)
+    types = getattr(config, "layer_types", None)
+    if types is not None and types[layer] != "sliding_attention":
+        return None
+    return window if window is not None and window < TOKENS else None
+
+
 def _ids():
     return torch.randint(3, 97, (1, TOKENS), generator=torch.Generator().manual_seed(0))
 
@@ -85,6 +94,7 @@ def test_native_operators_are_the_models_masked_attention(name):
     worst = 0.0
     for cap, op in found:
         window = WINDOWS[name][op.layer]
+        assert _config_window(model.config, op.layer) == window  # the mask read from the call agrees with the config
         assert op.shape == (TOKENS, TOKENS) and op.attention == "decoder-self"
         expect = causal_mask(TOKENS, TOKENS, 0) if window is None else window_mask(TOKENS, TOKENS, window, 0)
         assert np.array_equal(op.mask, expect)

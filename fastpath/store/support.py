@@ -21,6 +21,7 @@ import numpy as np
 from softrank.fastpath.float64 import rowsoftmax64
 
 FORMS = ("causal", "window", "packed")
+KEYS = {"causal": ("form", "offset"), "window": ("form", "size", "offset"), "packed": ("form",)}  # as written
 
 
 def causal_mask(m: int, n: int, offset: int) -> np.ndarray:
@@ -62,18 +63,17 @@ def support_dict(support) -> dict | None:
     if support is None:
         return None
     form = support.get("form") if isinstance(support, dict) else getattr(support, "form", None)
-    keys = {"causal": {"form", "offset"}, "window": {"form", "size", "offset"}, "packed": {"form"}}.get(form)
+    keys = KEYS.get(form)
     if keys is None:
         raise ValueError(f"unknown support form {form!r} (one of {', '.join(FORMS)})")
     raw = dict(support) if isinstance(support, dict) else {key: getattr(support, key, None) for key in keys}
     raw.pop("bits", None)  # a packed support's bits come from its mask
-    if set(raw) != keys:
-        raise ValueError(f"a {form} support has the keys {sorted(keys)}, got {sorted(raw)}")
-    for key in keys - {"form"}:
+    if set(raw) != set(keys):
+        raise ValueError(f"a {form} support has the keys {list(keys)}, got {sorted(raw)}")
+    for key in keys[1:]:
         if isinstance(raw[key], bool) or not isinstance(raw[key], (int, np.integer)):
             raise ValueError(f"support {key} must be an integer, got {raw[key]!r}")
-        raw[key] = int(raw[key])
-    return raw
+    return {key: raw[key] if key == "form" else int(raw[key]) for key in keys}  # the canonical key order
 
 
 def support_boolean(support, m: int, n: int, mask=None) -> np.ndarray:

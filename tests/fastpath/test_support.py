@@ -158,3 +158,13 @@ def test_the_writer_takes_a_support_object_of_the_checker(tmp_path):
     assert np.array_equal(np.load(folder / "arrays" / "support.npy"), np.packbits(mask.reshape(-1)))
     doc, _ = _write(tmp_path, "objc", h, causal_mask(3, 5, 2), _CheckerSupport("causal", offset=2), given=False)
     assert doc["operator"]["support"] == {"form": "causal", "offset": 2}
+
+
+def test_the_description_is_written_in_one_key_order(tmp_path):
+    h = np.zeros((6, 6))
+    mask = window_mask(6, 6, 2, 1)
+    doc, folder = _write(tmp_path, "ordered", h, mask, {"offset": 1, "size": 2, "form": "window"}, given=False)
+    text = (folder / "record.json").read_text()
+    assert list(doc["operator"]["support"]) == ["form", "size", "offset"]
+    _, other = _write(tmp_path, "object", h, mask, _CheckerSupport("window", offset=1, size=2), given=False)
+    assert (other / "record.json").read_text().replace('"object"', '"ordered"') == text

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from softrank.fastpath.capture.session import Capture, causal_like, valid_positions
-from softrank.fastpath.store.support import masked_rowsoftmax64, support_of_mask
+from softrank.fastpath.store.support import masked_rowsoftmax64, support_dict, support_of_mask
 from softrank.fastpath.store.writer import RecordWriter
 
 BLOCK_WIDTHS = (64, 128, 256, 512)
@@ -148,7 +148,8 @@ def _operator(cap: Capture, head: int, batch: int, rows, cols, attention: str, w
     op = Operator(attention, cap.module, cap.layer, head, q, k, cap.scale, bias, width, bounds,
                   int(pass_tokens if pass_tokens is not None else len(rows)), cap.softcap, batch,
                   dtype=cap.dtype, device=cap.device, id_part=cap.id_part, call=cap.call, rows=rows, cols=cols,
-                  model_logits=model_logits, mask=mask, support=None if mask is None else support_of_mask(mask),
+                  model_logits=model_logits, mask=mask,
+                  support=None if mask is None else support_dict(support_of_mask(mask)),  # a dict from either helper
                   sliding_window=cap.sliding_window if mask is not None else None)
     op.deviation = deviation(cap, op)
     return op

@@ -66,6 +66,8 @@ def _options(model_name: str | None, given: dict[str, Any]) -> dict[str, Any]:
     opts.update(DEFAULT_PANELS.get(model_name or "", {}))
     opts.update({k: v for k, v in given.items() if v is not None})
     opts["tokens_given"] = given.get("tokens") is not None
+    if opts.get("operators") == "native" and given.get("widths") is None:
+        opts["widths"] = None  # a panel's block widths do not apply to native operators
     return opts
 
 

@@ -226,3 +226,11 @@ def test_cli_extract_native_operators(capsys, checkpoints, tmp_path):
         extract_to_store(str(checkpoints["gpt2"]), tmp_path / "c", tokens=40, operators="all")
     with pytest.raises(InputError, match="widths"):
         extract_to_store(str(checkpoints["gpt2"]), tmp_path / "c", tokens=40, widths=[8], operators="native")
+
+
+def test_a_panels_block_widths_do_not_apply_to_native_operators():
+    from softrank.fastpath.capture.extract import _options
+
+    assert _options("smollm2", {"operators": "native"})["widths"] is None
+    assert _options("smollm2", {"operators": "both"})["widths"] == [128]
+    assert _options("smollm2", {"operators": "native", "widths": [8]})["widths"] == [8]  # refused later, by name

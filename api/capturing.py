@@ -10,6 +10,7 @@ recorded exactly.  Needs torch and transformers (the ``producer`` extra): withou
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from contextlib import contextmanager
 
@@ -45,7 +46,8 @@ class Captured:
     def __len__(self) -> int:
         return len(self.session.captures)
 
-    def records(self, widths=None, heads=None, batch: int | None = None, source_id: str | None = None) -> list[Record]:
+    def records(self, widths=None, heads=None, batch: int | None = None, source_id: str | None = None,
+                operators: str = "blocks") -> list[Record]:
         """One in-memory :class:`~softrank.api.records.Record` per captured operator, for every
         batch item (or only item ``batch``), over the item's tokens only (padding, left or
         right, dropped): the full operator for encoders and cross-attention; for causal
@@ -55,12 +57,19 @@ class Captured:
         probabilities (provenance ``capture_max_deviation``); one that cannot be recorded
         exactly is left out with a ``CaptureWarning``.  Record ids name the model, the input
         (``source_id``, default ``input.<first 12 hex digits of the input's SHA-256>``), the
-        batch item (when the batch has several), the layer, the head and the block."""
+        batch item (when the batch has several), the layer, the head and the block.
+
+        ``operators``: what a causal self-attention call gives: ``"blocks"`` (the common-prefix
+        blocks above), ``"native"`` (the masked operator the model applies, over the item's
+        tokens: support causal, or a window when the model's sliding window is shorter than the
+        pass; record kind ``native``, provenance ``support``) or ``"both"``."""
         from softrank.fastpath.capture.dispatch import CaptureWarning
         from softrank.fastpath.capture.locate import tag_of as _tag
-        from softrank.fastpath.capture.operators import Refusal, operators_for, provenance, record_id
+        from softrank.fastpath.capture.operators import OPERATOR_KINDS, Refusal, operators_for, provenance, record_id
         from softrank.fastpath.capture.session import link_cross_queries
 
+        if not isinstance(operators, str) or operators not in OPERATOR_KINDS:
+            raise InputError("records", "operators", f"expected one of {', '.join(OPERATOR_KINDS)}, got {operators!r}")
         size = self.batch_size
         if batch is not None and not (isinstance(batch, int) and 0 <= batch < max(size, 1)):
             raise InputError("records", "batch", f"batch item {batch!r} out of range: the capture holds "
@@ -75,7 +84,7 @@ class Captured:
             for b in items:
                 ws = list(widths) if widths else [_widest(cap, b)]
                 for head in (range(cap.num_heads) if heads is None else heads):
-                    for op in operators_for(cap, head, ws, b):
+                    for op in operators_for(cap, head, ws, b, operators=operators):
                         if isinstance(op, Refusal):
                             warnings.warn(op.message(), CaptureWarning, stacklevel=2)
                             continue
@@ -84,12 +93,20 @@ class Captured:
                                           extra={"kv_head": head // cap.n_rep, "batch_item": b,
                                                  "producer": "softrank.capture"})
                         rid = record_id(tag, source_id, op, batch_size=cap.batch_size)
-                        if op.form == "qk":
-                            rec = Record.from_qk(op.queries, op.keys, op.scale, op.bias, record_id=rid, provenance=prov)
-                        else:
-                            rec = Record.from_logits(op.logits(), record_id=rid, provenance=prov)
-                        out.append(rec)
+                        out.append(_record(op, rid, prov))
         return out
+
+
+def _record(op, rid: str, prov: dict) -> Record:
+    """The in-memory record of one operator; a native operator carries its mask (``mask=``)."""
+    masked = {} if op.mask is None else {"mask": op.mask}
+    if masked and "mask" not in inspect.signature(Record.from_qk).parameters:
+        raise InputError("records", "operators", "native (masked) operators need a record model with "
+                                                 "supports (Record.from_qk(..., mask=...)), which this "
+                                                 "installation lacks; use operators='blocks'")
+    if op.form == "qk":
+        return Record.from_qk(op.queries, op.keys, op.scale, op.bias, record_id=rid, provenance=prov, **masked)
+    return Record.from_logits(op.logits(), record_id=rid, provenance=prov, **masked)
 
 
 def _widest(cap, batch: int) -> int:

@@ -41,6 +41,9 @@ def configure(parser) -> None:
                         help="common-prefix block widths for decoders, e.g. 128,256 (default: those of "
                              "64,128,256,512 that fit the pass)")
     parser.add_argument("--layers", default=None, help="layers to use, e.g. 0,2,4-6 (default all)")
+    parser.add_argument("--operators", default=None, choices=("blocks", "native", "both"),
+                        help="what a causal self-attention call gives: common-prefix blocks (default), the "
+                             "native masked operator over the whole pass (causal or sliding-window support), or both")
     parser.add_argument("--heads", default=None, help="heads to use, e.g. 0-3 (default all)")
     parser.add_argument("--max-operators", type=int, default=None, dest="max_operators",
                         help="at most this many operators, spread over sources, layers and heads")
@@ -114,11 +117,14 @@ def add_model_options(parser) -> None:
                              "(default: stdlib documentation passages)")
     parser.add_argument("--layers", default=None, help="with --model: layers to use, e.g. 0,2,4-6 (default all)")
     parser.add_argument("--heads", default=None, help="with --model: heads to use, e.g. 0-3 (default all)")
+    parser.add_argument("--operators", default=None, choices=("blocks", "native", "both"),
+                        help="with --model: what a causal self-attention call gives: common-prefix blocks (default), the "
+                             "native masked operator over the whole pass (causal or sliding-window support), or both")
 
 
 def check_model_options(args) -> None:
     if getattr(args, "model", None) is None:
-        for name in ("texts", "layers", "heads"):
+        for name in ("texts", "layers", "heads", "operators"):
             if getattr(args, name, None) is not None:
                 from softrank.validated.errors import InputError
 
@@ -149,7 +155,8 @@ def extract_model(args, store, console, progress: bool) -> list[str]:
     options = {"texts": read_texts(args.texts) if args.texts is not None else None,
                "layers": parse_int_list(args.layers, "layers", minimum=None),
                "heads": parse_int_list(args.heads, "heads", minimum=None),
-               "max_operators": RUN_MODEL_OPERATORS, "device": check_device(args.device)}
+               "max_operators": RUN_MODEL_OPERATORS, "device": check_device(args.device),
+               "operators": getattr(args, "operators", None)}
     with one_line_warnings("run"), progress_report(progress, f"extract {label}") as report:
         ids = extract_to_store(args.model, store, progress=report, **{k: v for k, v in options.items() if v is not None})
     console.print(f"[bold]extract[/]: {len(ids)} operators from {label}")
@@ -167,7 +174,8 @@ def run(args) -> int:
                "widths": parse_int_list(args.widths, "widths", minimum=None),
                "layers": parse_int_list(args.layers, "layers", minimum=None),
                "heads": parse_int_list(args.heads, "heads", minimum=None), "max_operators": args.max_operators,
-               "texts": texts, "images": args.image_files, "device": check_device(args.device), "threads": args.threads}
+               "texts": texts, "images": args.image_files, "device": check_device(args.device), "threads": args.threads,
+               "operators": args.operators}
     start = time.perf_counter()
     with one_line_warnings("extract"), progress_report(not args.no_progress, f"extract {Path(args.model).name}") as report:
         options["progress"] = report

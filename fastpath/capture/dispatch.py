@@ -121,7 +121,7 @@ def capture_attention(module, query, key, value, attention_mask, scaling=None, d
         else:
             session.record(module, query, key, attention_mask, scaling, probs=probs,
                            position_bias=kwargs.get("position_bias"), softcap=kwargs.get("softcap"),
-                           eager_logits=True)
+                           eager_logits=True, sliding_window=kwargs.get("sliding_window"))
     return out
 
 

@@ -29,7 +29,7 @@ DEFAULT_PANELS: dict[str, dict[str, Any]] = {
 }
 GENERAL_DEFAULTS: dict[str, Any] = {"sources": 2, "tokens": 256, "widths": None, "max_operators": None, "seed": 0}
 OPTION_NAMES = ("sources", "seed", "tokens", "widths", "layers", "heads", "max_operators", "texts",
-                "images", "device", "progress", "threads")
+                "images", "device", "progress", "threads", "operators")
 # torch CPU threads during extraction.  One thread: on the shared 2-core machine two OpenMP
 # threads made a SmolLM2 pass 3 to 10 times slower under load (measured: 2 passes, 1 thread
 # 3.6-5.7 s, 2 threads 12-42 s, load average 5-7); on an idle machine one thread costs little.
@@ -66,6 +66,8 @@ def _options(model_name: str | None, given: dict[str, Any]) -> dict[str, Any]:
     opts.update(DEFAULT_PANELS.get(model_name or "", {}))
     opts.update({k: v for k, v in given.items() if v is not None})
     opts["tokens_given"] = given.get("tokens") is not None
+    if opts.get("operators") == "native" and given.get("widths") is None:
+        opts["widths"] = None  # a panel's block widths do not apply to native operators
     return opts
 
 
@@ -107,7 +109,8 @@ def extract_to_store(model, store, **options) -> list[str]:
     paths for vision models, replacing the synthetic images), ``device``,
     ``progress`` (a callable ``progress(done, total)``, called once the work is planned and after
     each record), ``threads`` (torch CPU threads during extraction, default ``DEFAULT_THREADS``,
-    restored afterwards).
+    restored afterwards), ``operators`` (what a causal self-attention call gives: "blocks", the
+    default, "native" for the masked operator over the whole pass, or "both").
     Raises ``InputError`` for bad input (unknown model, unsupported model, pass too short for a
     block width, empty text, unreadable image file, out-of-range layers or heads).
     """
@@ -123,6 +126,11 @@ def extract_to_store(model, store, **options) -> list[str]:
         if opts.get(key) is not None and opts[key] > UPPER_LIMITS[key]:
             shown = str(opts[key]) if len(str(opts[key])) <= 30 else f"{str(opts[key])[:12]}... ({len(str(opts[key]))} digits)"
             raise InputError("arguments", key.replace("_", "-"), f"must be at most {UPPER_LIMITS[key]:,}, got {shown}")
+    from softrank.fastpath.capture.operators import OPERATOR_KINDS
+
+    if opts.get("operators") is not None and opts["operators"] not in OPERATOR_KINDS:
+        raise InputError("arguments", "operators", f"expected one of {', '.join(OPERATOR_KINDS)}, "
+                                                   f"got {opts['operators']!r}")
     if opts.get("progress") not in (None, False) and not callable(opts["progress"]):
         raise TypeError("extract_to_store: progress must be a callable progress(done, total)")
     passages = text_sources(opts) if opts.get("texts") is not None else None
@@ -167,9 +175,14 @@ def _plan(lm, opts, passages) -> dict[str, Any]:
     tokens = int(opts["tokens"])
     if not opts.get("tokens_given") and lm.max_positions is not None and lm.kind != "vision":
         tokens = min(tokens, lm.max_positions)  # the default pass fits a small model's positions
-    widths = block_widths(lm, opts, tokens, passages if lm.kind in ("decoder", "seq2seq") else None)
+    kinds = opts.get("operators") or "blocks"
+    widths = block_widths(lm, opts, tokens,
+                          passages if lm.kind in ("decoder", "seq2seq") and kinds != "native" else None,
+                          blocks=kinds != "native")
+    native = int(kinds != "blocks")
     sources = pass_sources(lm, opts, passages)
-    per_pair = {"encoder": 1, "vision": 1, "blip2": 1, "decoder": len(widths), "seq2seq": 2 + len(widths)}[lm.kind]
+    per_pair = {"encoder": 1, "vision": 1, "blip2": 1, "decoder": len(widths) + native,
+                "seq2seq": 2 + len(widths) + native}[lm.kind]
     max_ops = opts.get("max_operators")
     work = []
     rng = random.Random(int(opts["seed"]))
@@ -181,7 +194,7 @@ def _plan(lm, opts, passages) -> dict[str, Any]:
     if max_ops is not None:
         total = min(total, max_ops)
     return {"work": work, "widths": widths, "tokens": tokens, "max_operators": max_ops, "total": total,
-            "seed": int(opts["seed"])}
+            "seed": int(opts["seed"]), "operators": kinds}
 
 
 def _forward(lm, source, plan) -> None:
@@ -273,7 +286,7 @@ def _extract_source(lm, store, source, pairs, plan):
     if lm.kind == "seq2seq":
         extra["decoder_start_token_id"] = decoder_start_token(lm)
     for cap, head in _head_jobs(session.captures, pairs):
-        for op in operators_for(cap, head, plan["widths"]):
+        for op in operators_for(cap, head, plan["widths"], operators=plan["operators"]):
             if isinstance(op, Refusal):
                 warnings.warn(op.message(), CaptureWarning, stacklevel=2)
                 continue

@@ -21,16 +21,22 @@ def text_sources(opts):
     return out
 
 
-def block_widths(lm, opts, tokens: int, passages=None) -> list[int]:
+def block_widths(lm, opts, tokens: int, passages=None, blocks: bool = True) -> list[int]:
     """Block widths for causal models (default: those of ``BLOCK_WIDTHS`` the pass fits; with
     given texts, the pass is the shortest text's tokens, and when none of ``BLOCK_WIDTHS`` fits
-    it, the widest block it allows, N = (P + 1) // 2), none otherwise; the pass length is checked
-    against the model's positions and the widths."""
+    it, the widest block it allows, N = (P + 1) // 2), none otherwise or when ``blocks`` is
+    false (native operators only); the pass length is checked against the model's positions and
+    the widths."""
     from softrank.fastpath.capture.operators import BLOCK_WIDTHS
 
     max_pos = lm.max_positions
     if lm.kind in ("encoder", "decoder", "seq2seq") and max_pos is not None and tokens > max_pos:
         raise InputError("arguments", "tokens", f"{tokens} tokens exceed the model's {max_pos} positions")
+    if lm.kind in ("decoder", "seq2seq") and not blocks:
+        if opts.get("widths") is not None:
+            raise InputError("arguments", "widths", "block widths apply to common-prefix blocks only "
+                                                    "(operators blocks or both), not to native operators")
+        return []
     if lm.kind not in ("decoder", "seq2seq"):
         if opts.get("widths") is not None:
             raise InputError("arguments", "widths", f"block widths apply to causal models only; {lm.name} is "

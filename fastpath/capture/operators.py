@@ -10,6 +10,10 @@ padding is read off the mask, left or right).  Over them the mask decides the op
   sees every key.  The operator is the rowsoftmax of the logits restricted to the block (the
   renormalised block).  A block inside which the mask removes a key (a sliding window shorter
   than the block's reach) is refused.
+- **Native operator** (``operators="native"`` or ``"both"``, a causal mask): all valid queries x
+  all valid keys under the mask the call applied, as a masked record (``support``: causal
+  offset 0, or a window of w keys when the model's sliding window is shorter than the pass); a
+  sliding window is part of its support, never a reason to refuse it.
 - Anything else (a mask that leaves a valid query row without keys, a pattern that is neither
   padding nor causal) is refused.
 
@@ -33,10 +37,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from softrank.fastpath.capture.session import Capture, causal_like, valid_positions
-from softrank.fastpath.float64 import rowsoftmax64
+from softrank.fastpath.store.support import masked_rowsoftmax64, support_dict, support_of_mask
 from softrank.fastpath.store.writer import RecordWriter
 
 BLOCK_WIDTHS = (64, 128, 256, 512)
+OPERATOR_KINDS = ("blocks", "native", "both")  # what a causal self-attention call gives
 PRODUCER = "softrank.fastpath.extract"
 
 # Largest accepted deviation |rowsoftmax(record) - the model's attention probabilities| per model
@@ -81,6 +86,9 @@ class Operator:
     rows: np.ndarray | None = None  # the operator's rows / columns in the call's positions
     cols: np.ndarray | None = None
     model_logits: np.ndarray | None = None  # (m, N): a low-precision model's own logits (bias included)
+    mask: np.ndarray | None = None  # native operators: (m, N) bool, True where the query sees the key
+    support: dict | None = None  # its compact description (``support_of_mask``)
+    sliding_window: int | None = None  # the window the module passed with the call (provenance)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -99,7 +107,7 @@ class Operator:
         return h if self.bias is None else h + self.bias
 
     def a_hat(self) -> np.ndarray:
-        return rowsoftmax64(self.logits())
+        return masked_rowsoftmax64(self.logits(), self.mask)
 
 
 @dataclass
@@ -125,7 +133,7 @@ def block_bounds(pass_tokens: int, width: int) -> tuple[int, int] | None:
 
 
 def _operator(cap: Capture, head: int, batch: int, rows, cols, attention: str, width=None, bounds=None,
-              pass_tokens=None) -> Operator:
+              pass_tokens=None, mask=None) -> Operator:
     q = cap.head_queries(head, batch).astype(np.float64)[rows]
     k = cap.head_keys(head, batch).astype(np.float64)[cols]
     bias = cap.head_bias(head, batch)
@@ -140,7 +148,9 @@ def _operator(cap: Capture, head: int, batch: int, rows, cols, attention: str, w
     op = Operator(attention, cap.module, cap.layer, head, q, k, cap.scale, bias, width, bounds,
                   int(pass_tokens if pass_tokens is not None else len(rows)), cap.softcap, batch,
                   dtype=cap.dtype, device=cap.device, id_part=cap.id_part, call=cap.call, rows=rows, cols=cols,
-                  model_logits=model_logits)
+                  model_logits=model_logits, mask=mask,
+                  support=None if mask is None else support_dict(support_of_mask(mask)),  # a dict from either helper
+                  sliding_window=cap.sliding_window if mask is not None else None)
     op.deviation = deviation(cap, op)
     return op
 
@@ -151,17 +161,24 @@ def deviation(cap: Capture, op: Operator) -> float | None:
     if probs is None:
         return None
     ref = probs.astype(np.float64)[np.ix_(op.rows, op.cols)]
+    if op.mask is not None:  # a native operator: the whole matrix as the model computed it, zeros included
+        return float(np.abs(op.a_hat() - ref).max())
     sums = ref.sum(axis=1, keepdims=True)
     if not np.all(sums > 0):
         return float("inf")
     return float(np.abs(op.a_hat() - ref / sums).max())
 
 
-def operators_for(cap: Capture, head: int, widths: list[int], batch: int = 0) -> list[Operator | Refusal]:
+def operators_for(cap: Capture, head: int, widths: list[int], batch: int = 0,
+                  operators: str = "blocks") -> list[Operator | Refusal]:
     """Every operator of one head of one batch item of one call (or the refusal in its place):
-    the full operator when the mask removes nothing among the valid positions, the common-prefix
-    block of each width in ``widths`` when it is causal.  Each operator carries its deviation
-    from the model's probabilities; one above ``tolerance(dtype)`` is replaced by a refusal."""
+    the full operator when the mask removes nothing among the valid positions; when it is
+    causal, the common-prefix block of each width in ``widths`` (``operators`` "blocks" or
+    "both") and the native masked operator (``operators`` "native" or "both").  Each operator
+    carries its deviation from the model's probabilities; one above ``tolerance(dtype)`` is
+    replaced by a refusal."""
+    if operators not in OPERATOR_KINDS:
+        raise ValueError(f"operators must be one of {', '.join(OPERATOR_KINDS)}, got {operators!r}")
     if not 0 <= batch < cap.batch_size:
         raise IndexError(f"batch item {batch} out of range: the capture has {cap.batch_size} items")
     rows, cols = valid_positions(cap, batch)
@@ -181,7 +198,7 @@ def operators_for(cap: Capture, head: int, widths: list[int], batch: int = 0) ->
         return [refuse("the mask is neither a padding mask nor causal")]
     else:
         p = len(rows)
-        for width in widths:
+        for width in (widths if operators != "native" else []):
             bounds = block_bounds(p, width)
             if bounds is None:
                 out.append(refuse(f"pass of {p} tokens is too short for block width {width} (needs {2 * width - 1})"))
@@ -192,6 +209,8 @@ def operators_for(cap: Capture, head: int, widths: list[int], batch: int = 0) ->
                 continue
             out.append(_operator(cap, head, batch, rows[bounds[0]:bounds[1]], cols[:width], "decoder-self-block",
                                  width, bounds, p))
+        if operators != "blocks":
+            out.append(_operator(cap, head, batch, rows, cols, "decoder-self", mask=~sub))
     tol = tolerance(cap.dtype)
     return [refuse(f"rowsoftmax of the record deviates from the model's attention probabilities by "
                    f"{op.deviation:.3g} > {tol:g} ({op.dtype})")
@@ -225,7 +244,8 @@ def record_id(tag: str, source_id: str, op: Operator, batch_size: int = 1) -> st
     """``<tag>-<source>[-b<item>]-[<stack>-]L<layer>-H<head>-<kind>[-c<call>]``: the batch item
     only when the batch has several, the stack only for models with several attention stacks, a
     call index only for a module called again in one pass."""
-    kind = {"encoder-self": "self", "cross": "cross"}.get(op.attention, f"blk{op.block_width}")
+    kind = {"encoder-self": "self", "cross": "cross", "decoder-self": "native"}.get(op.attention,
+                                                                                  f"blk{op.block_width}")
     item = f"-b{op.batch}" if batch_size > 1 else ""
     call = f"-c{op.call}" if op.call else ""
     rid = f"{tag}-{slug(source_id)}{item}-{op.id_part}L{op.layer:02d}-H{op.head:02d}-{kind}{call}"
@@ -267,6 +287,10 @@ def provenance(op: Operator, *, model: str, family: str, checkpoint_sha256: str 
         prov["softcap"] = op.softcap
     if op.model_logits is not None:
         prov["logits_computed_in"] = op.dtype  # the logits as the model rounded them (form logits)
+    if op.support is not None:
+        prov["support"] = op.support["form"]
+        if op.sliding_window is not None:
+            prov["sliding_window"] = op.sliding_window  # the module's own window; the support is its mask's
     prov["capture_max_deviation"] = op.deviation
     prov["capture_tolerance"] = tolerance(op.dtype)
     return prov
@@ -274,7 +298,7 @@ def provenance(op: Operator, *, model: str, family: str, checkpoint_sha256: str 
 
 def write_operator(store, rid: str, op: Operator, prov: dict) -> str:
     """Write one extracted (unbracketed) record, form ``qk`` (``logits`` when soft-capped); returns its id."""
-    with RecordWriter(store, rid, prov) as writer:
+    with RecordWriter(store, rid, prov, support=op.support, mask=op.mask) as writer:
         if op.form == "qk":
             writer.set_qk(op.queries, op.keys, op.scale, op.bias)
         else:

@@ -28,6 +28,7 @@ import numpy as np
 
 from softrank.replay.tolerance import Tolerance, exact_text  # noqa: F401  (exact_text, the one printer: re-exported)
 from softrank.fastpath.store.files import make_temp_dir, read_regular_file, write_csv
+from softrank.fastpath.store.support import packed_bits, support_boolean, support_dict
 from softrank.replay.reader import list_records
 from softrank.replay.record import RECORD_ID_RE, SCHEMA, SCHEMA_VERSION_WRITTEN, Record
 from softrank.validated.errors import InputError
@@ -51,7 +52,8 @@ class RecordWriter:
     new record is discarded).  The default replaces it (bracketing writes a record over itself).
     """
 
-    def __init__(self, store: str | os.PathLike, record_id: str, provenance: dict[str, Any], overwrite: bool = True):
+    def __init__(self, store: str | os.PathLike, record_id: str, provenance: dict[str, Any], overwrite: bool = True,
+                 support=None, mask=None):
         if not RECORD_ID_RE.match(record_id):
             raise ValueError(f"invalid record id {record_id!r}")
         self.store = Path(store)
@@ -71,6 +73,9 @@ class RecordWriter:
         }
         self._names: set[str] = set()
         self.shape: tuple[int, ...] | None = None  # (m, N) once the operator is set
+        self.support = support_dict(support)  # None: every entry visible (no ``support`` key)
+        self._support_given = (support, mask)
+        self.mask: np.ndarray | None = None  # the m x N boolean support once the shape is known
 
     @classmethod
     def from_record(cls, store: str | os.PathLike, record: Record, provenance_update: dict | None = None) -> "RecordWriter":
@@ -78,7 +83,9 @@ class RecordWriter:
         e.g. to write a bracketed version of an extracted record."""
         prov = dict(record.provenance)
         prov.update(provenance_update or {})
-        w = cls(store, record.record_id, prov)
+        support = getattr(record, "support", None)  # a masked record of the checker's record model
+        w = cls(store, record.record_id, prov, support=support,
+                mask=getattr(record, "mask", None) if support is not None else None)
         if record.form == "logits":
             w.set_logits(record.logits)
         else:
@@ -117,8 +124,20 @@ class RecordWriter:
             os.fsync(fh.fileno())
         return {"path": rel, "dtype": dtype, "shape": list(arr.shape), "sha256": hashlib.sha256(raw).hexdigest()}
 
+    def _set_shape(self, shape: tuple[int, ...]) -> None:
+        """The operator's shape; with a support, its m x N boolean mask (checked against the description)."""
+        self.shape = tuple(shape)
+        if self.support is not None and len(self.shape) == 2:
+            support, mask = self._support_given
+            self.mask = support_boolean(support, self.shape[0], self.shape[1], mask)
+
+    def _hidden_zero(self, arr) -> np.ndarray:
+        """``arr`` with 0.0 at the hidden entries (canonical: the operator never uses them)."""
+        return arr if self.mask is None else np.where(self.mask, np.asarray(arr, dtype=np.float64), 0.0)
+
     def set_logits(self, logits: np.ndarray) -> None:
-        self.shape = tuple(np.shape(logits))
+        self._set_shape(np.shape(logits))
+        logits = self._hidden_zero(logits)
         self.doc["operator"] = {"form": "logits", "logits": self.array("logits", logits, ndim=2)}
 
     def set_qk(self, queries, keys, scale: float, bias=None) -> None:
@@ -127,9 +146,10 @@ class RecordWriter:
             raise ValueError(f"queries {list(q.shape)} and keys {list(k.shape)} must be 2-d with one head dimension")
         if not np.isfinite(float(scale)):
             raise ValueError(f"scale must be finite, got {scale!r}")
-        self.shape = (q.shape[0], k.shape[0])
+        self._set_shape((q.shape[0], k.shape[0]))
         if bias is not None and tuple(np.shape(bias)) != self.shape:
             raise ValueError(f"bias shape {list(np.shape(bias))} disagrees with the operator's {list(self.shape)}")
+        bias = None if bias is None else self._hidden_zero(bias)
         op = {"form": "qk", "queries": self.array("queries", q, ndim=2), "keys": self.array("keys", k, ndim=2),
               "scale": float(scale), "bias": None if bias is None else self.array("bias", bias, ndim=2)}
         self.doc["operator"] = op
@@ -137,6 +157,8 @@ class RecordWriter:
     def set_a_hat(self, a_hat: np.ndarray) -> None:
         if self.shape is not None and tuple(np.shape(a_hat)) != self.shape:
             raise ValueError(f"a_hat shape {list(np.shape(a_hat))} disagrees with the operator's {list(self.shape)}")
+        if self.mask is not None and np.any(np.asarray(a_hat)[~self.mask] != 0):
+            raise ValueError("a_hat must be exactly 0 where the support hides the key")
         self.doc["a_hat"] = self.array("a_hat", a_hat, ndim=2)
 
     def add_tolerance(self, eps, upper=None, lower=None, float64=None) -> None:
@@ -179,6 +201,8 @@ class RecordWriter:
         try:
             if self.doc["operator"] is None or self.doc["a_hat"] is None:
                 raise ValueError("record needs an operator and a_hat before commit")
+            if self.support is not None:
+                self.doc["operator"]["support"] = self._support_entry()
             try:
                 text = json.dumps(_jsonable(self.doc), indent=1, allow_nan=False)
             except RecursionError:  # e.g. a provenance nested deeper than Python can recurse
@@ -211,6 +235,12 @@ class RecordWriter:
 
     def abort(self) -> None:
         shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def _support_entry(self) -> dict[str, Any]:
+        """``operator.support``: the compact description; a packed one's bits as ``arrays/support.npy``."""
+        if self.support["form"] != "packed":
+            return dict(self.support)
+        return {"form": "packed", "bits": self.array("support", packed_bits(self.mask), dtype="uint8", ndim=1)}
 
 
 def _same_manifest(a: Path, b: Path) -> bool:

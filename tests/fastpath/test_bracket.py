@@ -415,3 +415,24 @@ def test_decoder_certificates_lead_with_the_residual_order_in_fast_mode_only(mon
     mx.tail_certificates(s)
     mx.decoder_certificates(s)
     assert got == [mode == "fast"] * 2
+
+
+@pytest.mark.parametrize("form", ["causal", "window"])
+def test_masked_operators_are_bracketed_with_float64_checked_ends(form):
+    """A native decoder operator (exact zeros off a causal or sliding-window support, one-hot first
+    row): witnesses within eps - MARGIN in float64 and float64-valid lower certificates; no
+    construction or certificate assumes positive entries."""
+    from softrank.fastpath.store.support import causal_mask, masked_rowsoftmax64, window_mask
+
+    rng = np.random.default_rng(5)
+    Q, K = rng.normal(size=(24, 4)), rng.normal(size=(24, 4))
+    mask = causal_mask(24, 24, 0) if form == "causal" else window_mask(24, 24, 8, 0)
+    A = masked_rowsoftmax64(Q @ K.T, mask)
+    assert np.all(A[~mask] == 0.0) and A[0, 0] == 1.0
+    res = bracket_matrix(A.copy(), [0.15, 0.35], mode="basic")
+    for eps, b in res.items():
+        assert 1 <= b.lower <= b.upper <= 24 and np.all(np.isfinite(b.witness.X))
+        assert max_row_l1(A, b.witness.X, b.witness.Y) <= eps - MARGIN
+        assert b.certificates
+        for c in b.certificates:
+            check_certificate_float64(A, eps, c)

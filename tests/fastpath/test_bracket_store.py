@@ -194,3 +194,31 @@ def test_bracket_cost_grows_with_the_rank_the_tolerance_needs_and_is_zero_for_an
     (low / "record.json").write_text("{ truncated")
     assert bracket_cost(low, 0.15) == 0.0
     assert bracket_cost(tmp_path / "missing", 0.15) == 0.0
+
+
+@pytest.mark.skipif(not hasattr(__import__("softrank.replay.record", fromlist=["Record"]).Record, "mask"),
+                    reason="the checker's record model has no supports yet")
+def test_masked_records_are_bracketed_and_the_replay_confirms_them(tmp_path):
+    """Records with a causal, a window and a packed support (as ``softrank extract --operators
+    native`` writes them): the support survives the rewrite, and the checker proves every witness
+    and accepts every lower certificate the producer wrote."""
+    from softrank.fastpath.store.support import causal_mask, masked_rowsoftmax64, support_of_mask, window_mask
+
+    rng = np.random.default_rng(7)
+    packed = causal_mask(16, 16, 0)
+    packed[9, 3] = False
+    store = tmp_path / "store"
+    for name, mask in (("causal", causal_mask(16, 16, 0)), ("window", window_mask(16, 16, 5, 0)), ("packed", packed)):
+        Q, K = rng.normal(size=(16, 3)), rng.normal(size=(16, 3))
+        with RecordWriter(store, f"masked-{name}", {"model": "synthetic", "family": "synthetic", "layer": 0, "head": 0},
+                          support=support_of_mask(mask), mask=mask) as w:
+            w.set_qk(Q, K, 2.0)
+            w.set_a_hat(masked_rowsoftmax64(2.0 * Q @ K.T, mask))
+    bracket_store(store, jobs=1, eps_list=(0.25,))
+    for folder in list_records(store):
+        rec = read_record(folder)
+        assert rec.mask is not None and np.all(rec.a_hat[~rec.mask] == 0.0)
+        assert rec.tolerances[0].upper is not None and rec.tolerances[0].lower
+    summary = replay_store(store, tmp_path / "replay")
+    assert summary.malformed == 0 and summary.tolerances == 3
+    assert summary.upper_proved == 3 and summary.lower_rejected == 0

@@ -201,3 +201,36 @@ def test_corrupt_checkpoint(capsys, checkpoints, tmp_path):
     (broken / "config.json").write_text("{not json")
     err = _cli_error(capsys, ["extract", "--model", str(broken), "--out", str(tmp_path / "s"), "--no-progress"])
     assert "cannot read the model configuration" in err
+
+
+def test_cli_extract_native_operators(capsys, checkpoints, tmp_path):
+    import json
+
+    store = tmp_path / "s"
+    assert main(["extract", "--model", str(checkpoints["gpt2"]), "--out", str(store), "--tokens", "40",
+                 "--operators", "native", "--layers", "1", "--heads", "0-1", "--sources", "1", "--no-progress"]) == 0
+    assert "2 operators" in capsys.readouterr().out
+    folders = sorted((store / "records").iterdir())
+    assert [f.name.endswith("-L01-H00-native") or f.name.endswith("-L01-H01-native") for f in folders] == [True] * 2
+    for folder in folders:
+        doc = json.loads((folder / "record.json").read_text())
+        assert doc["operator"]["support"] == {"form": "causal", "offset": 0}
+        assert doc["provenance"]["support"] == "causal" and doc["provenance"]["attention"] == "decoder-self"
+        assert doc["provenance"]["capture_max_deviation"] <= 1e-5 and doc["a_hat"]["shape"] == [40, 40]
+        a_hat = np.load(folder / "arrays" / "a_hat.npy")
+        assert np.all(np.triu(a_hat, 1) == 0.0) and np.allclose(a_hat.sum(axis=1), 1.0, atol=1e-12)
+    both = extract_to_store(str(checkpoints["gpt2"]), tmp_path / "b", sources=1, tokens=40, widths=[20], layers=[0],
+                            heads=[2], operators="both")
+    assert len(both) == 2 and both[0].endswith("-blk20") and both[1].endswith("-native")
+    with pytest.raises(InputError, match="operators"):
+        extract_to_store(str(checkpoints["gpt2"]), tmp_path / "c", tokens=40, operators="all")
+    with pytest.raises(InputError, match="widths"):
+        extract_to_store(str(checkpoints["gpt2"]), tmp_path / "c", tokens=40, widths=[8], operators="native")
+
+
+def test_a_panels_block_widths_do_not_apply_to_native_operators():
+    from softrank.fastpath.capture.extract import _options
+
+    assert _options("smollm2", {"operators": "native"})["widths"] is None
+    assert _options("smollm2", {"operators": "both"})["widths"] == [128]
+    assert _options("smollm2", {"operators": "native", "widths": [8]})["widths"] == [8]  # refused later, by name

@@ -91,7 +91,7 @@ def _check_arguments(args) -> list[Tolerance]:
     if args.model is not None and (args.panel != "default" or args.limit is not None or args.plan):
         raise InputError("arguments", "panel", "--panel, --limit and --plan are about the embedded checkpoints; "
                                                "not with --model")
-    if all(getattr(args, name) == 0 for name in MODELS) and args.model is None:
+    if all(getattr(args, name) == 0 for name in MODELS) and args.model is None and args.panel == "default":
         raise InputError("arguments", "minilm", "--minilm 0 and --smollm2 0 leave nothing to run")
     return parse_tolerances(args.eps)
 

@@ -173,6 +173,10 @@ def load_model(name: str, device: str | None = None) -> LoadedModel:
 
     register_capture()
     transformers.utils.logging.disable_progress_bar()  # our own bar reports progress
+    from softrank.fastpath.capture.shipped import SHIPPED, load_shipped
+
+    if name in SHIPPED:  # a pinned package's ONNX checkpoint, converted once (shipped.py)
+        return load_shipped(name, device)
     folder, gguf, tag = resolve(name)
     with _quiet_tqdm():
         return _load(name, folder, gguf, tag, device)

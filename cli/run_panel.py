@@ -18,7 +18,10 @@ JOURNAL = ".extract-partial"
 
 
 def given_counts(args) -> dict:
-    return {name: getattr(args, name, None) for name in panels.MODELS}
+    from softrank.cli.run import SHIPPED
+
+    given = {name: getattr(args, name, None) for name in panels.MODELS}
+    return {**given, **{model: getattr(args, flag, None) for flag, model in SHIPPED.items()}}
 
 
 def run_plan(args, tolerances) -> dict:
@@ -48,7 +51,7 @@ def extract_panel(args, store: Path, out: Path, console, progress: bool) -> None
         if name in done:
             console.print(f"[bold]extract[/]: {name} already extracted ({len(done[name]['ids'])} operators)")
             continue
-        explicit = given[name] is not None or args.limit is not None
+        explicit = given.get(name) is not None or args.limit is not None
         opts = panels.extract_options(name, args.panel, count, explicit)
         if args.device is not None:
             from softrank.cli.args import check_device

@@ -34,7 +34,7 @@ from softrank.fastpath.store.files import write_csv, write_json
 from softrank.validated.errors import InputError
 
 MODELS = ("minilm", "smollm2")
-SHIPPED = {"dinov2": "dinov2-small", "flan_t5": "flan-t5-small"}  # --dinov2, --flan-t5 (full panel)
+SHIPPED = ("dinov2", "flan_t5")  # --dinov2, --flan-t5 (full panel: panels.SHIPPED_FLAGS)
 BRACKET_DONE = ".bracket-done"  # the finished bracket's rows, for --resume
 
 

@@ -18,10 +18,8 @@ JOURNAL = ".extract-partial"
 
 
 def given_counts(args) -> dict:
-    from softrank.cli.run import SHIPPED
-
     given = {name: getattr(args, name, None) for name in panels.MODELS}
-    return {**given, **{model: getattr(args, flag, None) for flag, model in SHIPPED.items()}}
+    return {**given, **{model: getattr(args, flag, None) for flag, model in panels.SHIPPED_FLAGS.items()}}
 
 
 def run_plan(args, tolerances) -> dict:

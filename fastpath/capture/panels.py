@@ -25,6 +25,7 @@ from softrank.fastpath.capture.labels import REGIME_LABELS
 
 MODELS = ("minilm", "smollm2")  # the embedded checkpoints (--minilm, --smollm2)
 SHIPPED_MODELS = ("dinov2-small", "flan-t5-small")  # the shipped ones (full panel)
+SHIPPED_FLAGS = {"dinov2": "dinov2-small", "flan_t5": "flan-t5-small"}  # softrank run --dinov2, --flan-t5
 # the family label the tables use, layers, heads, how extraction runs it; vision: tokens per image
 CHECKPOINTS: dict[str, dict[str, Any]] = {
     "minilm": {"family": "all-MiniLM-L6-v2", "layers": 6, "heads": 12, "kind": "encoder"},

@@ -152,22 +152,19 @@ def converted(name: str, files: dict[str, Path]) -> tuple[Path, dict]:
         raise
 
 
-def load_shipped(name: str, device: str | None = None):
-    """``name`` verified, converted (once) and loaded as ``models.load_model`` loads a folder; the
-    record provenance gains the package pin and the conversion's deviation."""
+def prepare(name: str) -> tuple[Path, dict[str, Any]]:
+    """``name`` verified and converted (once): the converted checkpoint's folder, which
+    ``models.load_model`` loads as any folder, and what its records' provenance gains (the ONNX
+    files' SHA-256 as ``checkpoint_sha256``, the package pin, the conversion's deviation)."""
     from softrank.fastpath.capture.checkpoints import checkpoint_sha256
-    from softrank.fastpath.capture.models import _load
 
     files = verified_files(name)
     folder, manifest = converted(name, files)
-    lm = _load(name, folder, None, name, device)
     onnx = [p for rel, p in files.items() if rel.endswith(".onnx")]
-    lm.checkpoint_sha256 = checkpoint_sha256(onnx)
-    lm.checkpoint_files = [p.name for p in onnx]
-    lm.extra.update({"checkpoint_package": manifest["package"], "checkpoint_wheel_sha256": manifest["wheel_sha256"],
-                     "checkpoint_cache": str(folder), "conversion_max_deviation": manifest["conversion_max_deviation"],
-                     "conversion_bound": manifest["conversion_bound"]})
-    return lm
+    return folder, {"checkpoint_sha256": checkpoint_sha256(onnx), "checkpoint_files": [p.name for p in onnx],
+                    "checkpoint_package": manifest["package"], "checkpoint_wheel_sha256": manifest["wheel_sha256"],
+                    "checkpoint_cache": str(folder), "conversion_max_deviation": manifest["conversion_max_deviation"],
+                    "conversion_bound": manifest["conversion_bound"]}
 
 
 def default_images(lm, count: int, seed: int):

@@ -13,7 +13,9 @@ passages selected by seed 0) it
    operators; writes it to ``OUT/summary.csv`` and ``OUT/summary.json``.
 
 ``--panel full`` (``softrank.fastpath.capture.panels``) takes every attention head of both embedded
-checkpoints over 8 sources: 576 MiniLM operators and 2,160 SmolLM2 blocks.  ``--plan`` prints what
+checkpoints over 8 sources: 576 MiniLM operators and 2,160 SmolLM2 blocks, and of the two shipped
+as ONNX (``shipped.py``): 576 DINOv2-small operators over 8 images and 3 x 384 FLAN-T5-small
+operators (encoder, cross, decoder blocks; ``--dinov2 N``, ``--flan-t5 N``).  ``--plan`` prints what
 would run and computes nothing; ``--limit N`` keeps the first N operators of each family;
 ``--resume`` continues a killed run in OUT from its journals (extraction per family, bracket and
 replay per record); ``--jobs N`` and ``--scheduler ADDRESS`` run bracket and replay on Dask

@@ -31,6 +31,7 @@ _MATMUL_NODE = re.compile(r"^/(?P<path>.+)/MatMul(?:_quant)?$")
 def _onnx():
     try:
         import onnx
+        import onnxruntime  # noqa: F401  (checked here: the conversion's check runs it)
         from onnx import numpy_helper
     except ImportError as err:
         from softrank.validated.errors import InputError

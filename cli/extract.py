@@ -29,7 +29,7 @@ written), "seconds"}."""
 
 def configure(parser) -> None:
     parser.add_argument("--model", required=True,
-                        help="minilm, smollm2, a local checkpoint folder (save_pretrained) / .gguf file, or a Hugging "
+                        help="minilm, smollm2, dinov2-small, flan-t5-small, a local checkpoint folder (save_pretrained) / .gguf file, or a Hugging "
                              "Face id already in the local cache (offline); any model type whose attention goes "
                              "through transformers' attention interface, and Bloom, Falcon")
     parser.add_argument("--out", required=True, metavar="STORE", type=path_arg, help="store folder (created if absent)")

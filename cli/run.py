@@ -13,7 +13,9 @@ passages selected by seed 0) it
    operators; writes it to ``OUT/summary.csv`` and ``OUT/summary.json``.
 
 ``--panel full`` (``softrank.fastpath.capture.panels``) takes every attention head of both embedded
-checkpoints over 8 sources: 576 MiniLM operators and 2,160 SmolLM2 blocks.  ``--plan`` prints what
+checkpoints over 8 sources: 576 MiniLM operators and 2,160 SmolLM2 blocks, and of the two shipped
+as ONNX (``shipped.py``): 576 DINOv2-small operators over 8 images and 3 x 384 FLAN-T5-small
+operators (encoder, cross, decoder blocks; ``--dinov2 N``, ``--flan-t5 N``).  ``--plan`` prints what
 would run and computes nothing; ``--limit N`` keeps the first N operators of each family;
 ``--resume`` continues a killed or stopped run in OUT from its journal (``OUT/.partial/``: one
 entry per finished step, and the finished items of the step under way); ``--jobs N`` and
@@ -33,6 +35,7 @@ from softrank.replay.tolerance import Tolerance
 from softrank.validated.errors import InputError
 
 MODELS = ("minilm", "smollm2")
+SHIPPED = ("dinov2", "flan_t5")  # --dinov2, --flan-t5 (full panel: panels.SHIPPED_FLAGS)
 
 
 EPILOG = """--json prints one object on stdout (the progress and the human lines go to stderr): {"out",
@@ -53,12 +56,18 @@ def configure(parser) -> None:
                         help="MiniLM operators (default: the embedded panel, 64); 0 skips the model")
     parser.add_argument("--smollm2", type=int, default=None, metavar="N",
                         help="SmolLM2 blocks (default: the embedded panel, 54); 0 skips the model")
+    parser.add_argument("--dinov2", type=int, default=None, metavar="N",
+                        help="with --panel full: DINOv2-small operators (default 576); 0 skips the model")
+    parser.add_argument("--flan-t5", dest="flan_t5", type=int, default=None, metavar="N",
+                        help="with --panel full: FLAN-T5-small operators over its three regimes (default 1,152); "
+                             "0 skips the model")
     parser.add_argument("--device", default=None, type=value_arg, help="extraction device: cpu or cuda (default: cuda when available)")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse OUT/store's extracted records if present (skip extraction)")
     parser.add_argument("--panel", choices=("default", "full"), default="default",
                         help="default: 64 MiniLM + 54 SmolLM2 operators; full: every head of both checkpoints "
-                             "over 8 sources (576 + 2,160 operators)")
+                             "over 8 sources (576 + 2,160 operators), DINOv2-small (576) and FLAN-T5-small "
+                             "(3 x 384)")
     parser.add_argument("--limit", type=int, default=None, metavar="N",
                         help="the first N operators of each family only (a quick look)")
     parser.add_argument("--plan", action="store_true", help="print what would run (with --json: one object) "
@@ -79,17 +88,19 @@ def _check_arguments(args) -> list[Tolerance]:
     if args.jobs < 1:
         raise InputError("arguments", "jobs", f"must be a positive integer, got {args.jobs}")
     check_count(args.jobs, "jobs", maximum=max_jobs())
-    for name in MODELS:
+    for name in (*MODELS, *SHIPPED):
         n = getattr(args, name)
         if n is not None and n < 0:
             raise InputError("arguments", name, f"must be a non-negative integer, got {n}")
         check_count(n, name, minimum=0, maximum=10_000_000)
     check_count(args.limit, "limit", maximum=10_000_000)
+    if args.panel != "full" and any(getattr(args, flag) is not None for flag in SHIPPED):
+        raise InputError("arguments", "dinov2", "--dinov2 and --flan-t5 count operators of --panel full")
     check_model_options(args)
     if args.model is not None and (args.panel != "default" or args.limit is not None or args.plan):
         raise InputError("arguments", "panel", "--panel, --limit and --plan are about the embedded checkpoints; "
                                                "not with --model")
-    if all(getattr(args, name) == 0 for name in MODELS) and args.model is None:
+    if all(getattr(args, name) == 0 for name in MODELS) and args.model is None and args.panel == "default":
         raise InputError("arguments", "minilm", "--minilm 0 and --smollm2 0 leave nothing to run")
     from softrank.replay.reader import MAX_TOLERANCES
 

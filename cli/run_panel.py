@@ -7,7 +7,8 @@ from softrank.fastpath.capture import panels
 
 
 def given_counts(args) -> dict:
-    return {name: getattr(args, name, None) for name in panels.MODELS}
+    given = {name: getattr(args, name, None) for name in panels.MODELS}
+    return {**given, **{model: getattr(args, flag, None) for flag, model in panels.SHIPPED_FLAGS.items()}}
 
 
 def run_plan(args, tolerances) -> dict:

@@ -29,7 +29,7 @@ DEFAULT_PANELS: dict[str, dict[str, Any]] = {
 }
 GENERAL_DEFAULTS: dict[str, Any] = {"sources": 2, "tokens": 256, "widths": None, "max_operators": None, "seed": 0}
 OPTION_NAMES = ("sources", "seed", "tokens", "widths", "layers", "heads", "max_operators", "texts",
-                "images", "device", "progress", "threads", "operators")
+                "images", "device", "progress", "threads", "operators", "decoder_tokens")
 # torch CPU threads during extraction.  One thread: on the shared 2-core machine two OpenMP
 # threads made a SmolLM2 pass 3 to 10 times slower under load (measured: 2 passes, 1 thread
 # 3.6-5.7 s, 2 threads 12-42 s, load average 5-7); on an idle machine one thread costs little.
@@ -63,7 +63,10 @@ def _options(model_name: str | None, given: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise TypeError(f"extract_to_store: unknown options {sorted(unknown)}")
     opts = dict(GENERAL_DEFAULTS)
-    opts.update(DEFAULT_PANELS.get(model_name or "", {}))
+    from softrank.fastpath.capture.shipped import SHIPPED
+
+    shipped = SHIPPED.get(model_name or "")
+    opts.update(DEFAULT_PANELS.get(model_name or "", shipped.extract_defaults if shipped else {}))
     opts.update({k: v for k, v in given.items() if v is not None})
     opts["tokens_given"] = given.get("tokens") is not None
     if opts.get("operators") == "native" and given.get("widths") is None:
@@ -193,8 +196,11 @@ def _plan(lm, opts, passages) -> dict[str, Any]:
     total = sum(len(p) * per_pair for _, p in work)
     if max_ops is not None:
         total = min(total, max_ops)
+    dec = opts.get("decoder_tokens")  # seq2seq: the decoder's pass is its first dec tokens
+    if dec is not None and (lm.kind != "seq2seq" or not isinstance(dec, int) or dec < 2 * max(widths or [1]) - 1):
+        raise InputError("arguments", "decoder-tokens", f"{dec!r}: needs a seq2seq model and 2N - 1 <= it for each width N")
     return {"work": work, "widths": widths, "tokens": tokens, "max_operators": max_ops, "total": total,
-            "seed": int(opts["seed"]), "operators": kinds}
+            "seed": int(opts["seed"]), "operators": kinds, "decoder_tokens": dec}
 
 
 def _forward(lm, source, plan) -> None:
@@ -221,6 +227,7 @@ def _forward(lm, source, plan) -> None:
     mask = torch.ones_like(input_ids)
     if lm.kind == "seq2seq":
         decoder_ids = torch.cat([torch.full_like(input_ids[:, :1], decoder_start_token(lm)), input_ids[:, :-1]], 1)
+        decoder_ids = decoder_ids[:, :plan.get("decoder_tokens") or decoder_ids.shape[1]]
         lm.model(input_ids=input_ids, attention_mask=mask, decoder_input_ids=decoder_ids, use_cache=False)
     elif lm.kind == "decoder":
         lm.model.base_model(input_ids=input_ids, attention_mask=mask, use_cache=False)

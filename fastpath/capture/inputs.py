@@ -85,4 +85,7 @@ def pass_sources(lm, opts, passages) -> list:
     if images:
         settings = image_settings(lm.folder)
         return [image_file(path, size, channels, settings) for path in images]
-    return synthetic_images(n_sources, int(opts["seed"]), size=size, channels=channels)
+    from softrank.fastpath.capture.shipped import default_images
+
+    shipped = default_images(lm, n_sources, int(opts["seed"]))  # a shipped checkpoint's sample crops
+    return shipped if shipped is not None else synthetic_images(n_sources, int(opts["seed"]), size=size, channels=channels)

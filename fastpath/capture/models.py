@@ -173,6 +173,14 @@ def load_model(name: str, device: str | None = None) -> LoadedModel:
 
     register_capture()
     transformers.utils.logging.disable_progress_bar()  # our own bar reports progress
+    from softrank.fastpath.capture.shipped import SHIPPED, prepare
+
+    if name in SHIPPED:  # a pinned package's ONNX checkpoint, converted once (shipped.py)
+        folder, facts = prepare(name)
+        lm = _load(name, folder, None, name, device)
+        lm.checkpoint_sha256, lm.checkpoint_files = facts.pop("checkpoint_sha256"), facts.pop("checkpoint_files")
+        lm.extra.update(facts)
+        return lm
     folder, gguf, tag = resolve(name)
     with _quiet_tqdm():
         return _load(name, folder, gguf, tag, device)

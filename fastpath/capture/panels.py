@@ -6,7 +6,11 @@
   documentation passages, seed 0): all-MiniLM-L6-v2 6 layers x 12 heads x 8 sources = 576 operators
   at 256 x 256; SmolLM2-135M 30 layers x 9 heads x 8 sources = 2,160 common-prefix blocks at
   N = 128 (one block per head and source: a 256-token pass fits one width-128 block, which needs
-  2N - 1 = 255 tokens).
+  2N - 1 = 255 tokens); and the two checkpoints shipped in pinned packages (``shipped.py``):
+  DINOv2-small 12 layers x 6 heads x 8 images (matplotlib sample crops) = 576 operators at
+  257 x 257, FLAN-T5-small 8 layers x 6 heads x 8 passages in each of three regimes: encoder
+  self-attention 256 x 256, cross-attention 64 x 256 (a 64-token decoder pass) and decoder
+  self-attention blocks 32 x 32, 384 each.
 
 ``plan`` counts a panel's operators from the checkpoints' shapes below, without loading a model;
 ``extract_options`` gives ``extract_to_store`` the options that extract exactly that plan.
@@ -17,34 +21,56 @@ from __future__ import annotations
 from typing import Any
 
 from softrank.fastpath.capture.extract import DEFAULT_PANELS
+from softrank.fastpath.capture.labels import REGIME_LABELS
 
-MODELS = ("minilm", "smollm2")
-# the embedded checkpoints: the family label the tables use, layers, heads, and each operator's shape
+MODELS = ("minilm", "smollm2")  # the embedded checkpoints (--minilm, --smollm2)
+SHIPPED_MODELS = ("dinov2-small", "flan-t5-small")  # the shipped ones (full panel)
+SHIPPED_FLAGS = {"dinov2": "dinov2-small", "flan_t5": "flan-t5-small"}  # softrank run --dinov2, --flan-t5
+# the family label the tables use, layers, heads, how extraction runs it; vision: tokens per image
 CHECKPOINTS: dict[str, dict[str, Any]] = {
-    "minilm": {"family": "all-MiniLM-L6-v2", "layers": 6, "heads": 12},
-    "smollm2": {"family": "SmolLM2-135M", "layers": 30, "heads": 9},
+    "minilm": {"family": "all-MiniLM-L6-v2", "layers": 6, "heads": 12, "kind": "encoder"},
+    "smollm2": {"family": "SmolLM2-135M", "layers": 30, "heads": 9, "kind": "decoder"},
+    "dinov2-small": {"family": "DINOv2-small", "layers": 12, "heads": 6, "kind": "vision", "tokens": 257},
+    "flan-t5-small": {"family": "FLAN-T5-small", "layers": 8, "heads": 6, "kind": "seq2seq"},
 }
 PANELS: dict[str, dict[str, dict[str, Any]]] = {
     "default": {name: dict(DEFAULT_PANELS[name]) for name in MODELS},
     "full": {
         "minilm": {"sources": 8, "tokens": 256, "seed": 0},
         "smollm2": {"sources": 8, "tokens": 256, "widths": [128], "seed": 0},
+        "dinov2-small": {"sources": 8, "seed": 0},
+        "flan-t5-small": {"sources": 8, "tokens": 256, "decoder_tokens": 64, "widths": [32], "seed": 0},
     },
 }
+# a seq2seq pair's operators in the order extraction writes them (by the capture's attention name)
+REGIMES = ("cross", "decoder-self-block", "encoder-self")
 
 
-def shape(name: str, panel: str) -> list[int]:
-    """[m, N] of one operator of ``name`` in ``panel``: a whole pass (encoder) or one block (decoder)."""
-    opts = PANELS[panel][name]
+def shape(name: str, panel: str, regime: str | None = None) -> list[int]:
+    """[m, N] of one operator of ``name`` in ``panel``: a whole pass (encoder, vision), one block
+    (decoder), or for a seq2seq model the ``regime``'s (``REGIMES``)."""
+    opts, arch = PANELS[panel][name], CHECKPOINTS[name]
+    if arch["kind"] == "vision":
+        return [arch["tokens"], arch["tokens"]]
     width = min(opts["widths"]) if opts.get("widths") else opts["tokens"]
+    if arch["kind"] == "seq2seq":
+        dec = opts.get("decoder_tokens") or opts["tokens"]
+        return {"encoder-self": [opts["tokens"], opts["tokens"]], "cross": [dec, opts["tokens"]],
+                "decoder-self-block": [width, width]}[regime or "encoder-self"]
     return [width, width]
 
 
+def per_pair(name: str, panel: str) -> int:
+    """Operators per (layer, head) pair and source: one per block width, plus encoder and cross."""
+    kind, widths = CHECKPOINTS[name]["kind"], PANELS[panel][name].get("widths") or []
+    return {"decoder": max(1, len(widths)), "seq2seq": 2 + len(widths)}.get(kind, 1)
+
+
 def natural_count(name: str, panel: str) -> int:
-    """Every (layer, head) pair over every source, one operator per block width; capped by the
-    panel's ``max_operators`` when it has one."""
+    """Every (layer, head) pair over every source, one operator per block width (and regime);
+    capped by the panel's ``max_operators`` when it has one."""
     opts, arch = PANELS[panel][name], CHECKPOINTS[name]
-    every = arch["layers"] * arch["heads"] * opts["sources"] * max(1, len(opts.get("widths") or []))
+    every = arch["layers"] * arch["heads"] * opts["sources"] * per_pair(name, panel)
     cap = opts.get("max_operators")
     return every if cap is None else min(every, cap)
 
@@ -53,7 +79,7 @@ def counts(panel: str, limit: int | None = None, given: dict[str, int | None] | 
     """Operators per model: the panel's, or ``given[name]`` (``--minilm``, ``--smollm2``), at most
     ``limit`` each; a model counted 0 is left out."""
     out = {}
-    for name in MODELS:
+    for name in PANELS[panel]:
         n = natural_count(name, panel)
         wanted = (given or {}).get(name)
         if wanted is not None:
@@ -65,13 +91,26 @@ def counts(panel: str, limit: int | None = None, given: dict[str, int | None] | 
     return out
 
 
+def regime_counts(name: str, count: int) -> dict[str, int]:
+    """``count`` seq2seq operators over the regimes as extraction writes them (each pair gives
+    one operator per regime, in ``REGIMES`` order), so the first regimes get any remainder."""
+    return {r: count // len(REGIMES) + (i < count % len(REGIMES)) for i, r in enumerate(REGIMES)}
+
+
 def plan(panel: str, tolerances: list[str], limit: int | None = None,
          given: dict[str, int | None] | None = None) -> dict[str, Any]:
     """What a run of ``panel`` would compute: operators, tolerances, and per family (the tables'
-    label) its operators and shape."""
+    label; a seq2seq model once per attention regime) its operators and shape."""
     per_model = counts(panel, limit, given)
-    families = {CHECKPOINTS[name]["family"]: {"operators": n, "shape": shape(name, panel)}
-                for name, n in per_model.items()}
+    families = {}
+    for name, n in per_model.items():
+        label = CHECKPOINTS[name]["family"]
+        if CHECKPOINTS[name]["kind"] != "seq2seq":
+            families[label] = {"operators": n, "shape": shape(name, panel)}
+            continue
+        for regime, k in regime_counts(name, n).items():
+            if k:
+                families[f"{label} {REGIME_LABELS[regime]}"] = {"operators": k, "shape": shape(name, panel, regime)}
     return {"panel": panel, "operators": sum(per_model.values()), "tolerances": list(tolerances),
             "families": families}
 

@@ -26,7 +26,6 @@ EXTRACTED = ".heldout-extracted"  # written once the extraction is whole: what -
 def _extract(args, out: Path, progress: bool) -> list[str]:
     """The held-out records in OUT/store (step 1), or, on ``--resume`` after a whole extraction,
     the sources it used; returns the source ids."""
-    from softrank.fastpath.capture.panels import counts
     from softrank.studies.heldout import heldout
 
     plan = {"panel": args.panel, "limit": args.limit}
@@ -40,7 +39,7 @@ def _extract(args, out: Path, progress: bool) -> list[str]:
                                                    f"{done.get('limit')}; resume it with the same options")
         return list(done["sources"])
     with progress_report(progress, "extract (held-out sources)") as report:
-        passages, _ = heldout.extract_held_out(out / "store", args.panel, counts(args.panel, args.limit),
+        passages, _ = heldout.extract_held_out(out / "store", args.panel, _text_counts(args),
                                                progress=report)
     sources = [p.source_id for p in passages]
     write_json(marker, {**plan, "sources": sources})
@@ -89,3 +88,10 @@ def held_out(args) -> int:
         print("    failed attempts: " + ", ".join(f"{tally[k]:,} {k}" for k in heldout.ATTEMPT_CLASSES))
     print(f"-> {out / 'heldout.json'}, {report}")
     return 0
+
+
+def _text_counts(args) -> dict[str, int]:
+    """The panel's counts for the embedded text checkpoints (the held-out passages are text)."""
+    from softrank.fastpath.capture.panels import MODELS, counts
+
+    return {k: v for k, v in counts(args.panel, args.limit).items() if k in MODELS}

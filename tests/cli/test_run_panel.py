@@ -1,7 +1,8 @@
 """``softrank run --panel full``: ``--plan --json`` (what would run, computing nothing), ``--limit``
 (exact record counts), a run killed with SIGKILL mid-run then ``--resume`` (the tables of an
 uninterrupted run), and ``--scheduler`` against a separately started Dask cluster (the tables of
-``--jobs 1``).  The runs are tiny (``--limit 2``, one tolerance): four operators."""
+``--jobs 1``).  The runs are tiny (``--limit 2``, one tolerance, the shipped DINOv2 and FLAN-T5
+left out with ``--dinov2 0 --flan-t5 0``): four operators."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 RUN = [sys.executable, "-m", "softrank", "run", "--panel", "full", "--limit", "2", "--eps", "0.25",
-       "--no-progress", "--json"]
+       "--dinov2", "0", "--flan-t5", "0", "--no-progress", "--json"]
 FAMILIES = {"all-MiniLM-L6-v2": [256, 256], "SmolLM2-135M": [128, 128]}
 NO_TORCH = ("import sys\nfrom softrank.cli import main\ncode = main(sys.argv[1:])\n"
             "assert 'torch' not in sys.modules, 'the plan loaded torch'\nsys.exit(code)\n")
@@ -56,10 +57,14 @@ def test_plan_json_counts_the_full_panel_without_computing(tmp_path):
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
     assert set(plan) >= {"operators", "tolerances", "families"}
-    assert plan["operators"] == 576 + 2160 >= 2302
+    assert plan["operators"] == 576 + 2160 + 576 + 3 * 384 >= 2302
     assert plan["tolerances"] == ["0.15", "0.25", "0.35"]
     assert plan["families"] == {"all-MiniLM-L6-v2": {"operators": 576, "shape": [256, 256]},
-                                "SmolLM2-135M": {"operators": 2160, "shape": [128, 128]}}
+                                "SmolLM2-135M": {"operators": 2160, "shape": [128, 128]},
+                                "DINOv2-small": {"operators": 576, "shape": [257, 257]},
+                                "FLAN-T5-small cross": {"operators": 384, "shape": [64, 256]},
+                                "FLAN-T5-small decoder blocks": {"operators": 384, "shape": [32, 32]},
+                                "FLAN-T5-small encoder": {"operators": 384, "shape": [256, 256]}}
     assert not (tmp_path / "out").exists()  # nothing computed, nothing written
     assert time.perf_counter() - start < 60
 
@@ -70,6 +75,10 @@ def test_plan_of_the_default_panel_and_with_a_limit(tmp_path):
     plan = _run([*RUN[:-2], "--plan", "--json", "--smollm2", "0"], tmp_path)
     assert plan == {"panel": "full", "operators": 2, "tolerances": ["0.25"],
                     "families": {"all-MiniLM-L6-v2": {"operators": 2, "shape": [256, 256]}}}
+    plan = _run([*RUN[:-6], "--plan", "--json", "--minilm", "0", "--smollm2", "0", "--flan-t5", "4"], tmp_path)
+    assert plan["operators"] == 2 + 2 and plan["families"] == {
+        "DINOv2-small": {"operators": 2, "shape": [257, 257]}, "FLAN-T5-small cross": {"operators": 1, "shape": [64, 256]},
+        "FLAN-T5-small decoder blocks": {"operators": 1, "shape": [32, 32]}}
 
 
 def test_limit_gives_exact_record_counts(reference):

@@ -64,6 +64,9 @@ CASES = {
     "gpt2": ({"tokens": 40, "widths": [20]}, {(20, 20)}, {"decoder-self-block"}),
     "vit": ({}, {(17, 17)}, {"encoder-self"}),
     "t5": ({"tokens": 32, "widths": [16]}, {(32, 32), (16, 16)}, {"encoder-self", "decoder-self-block", "cross"}),
+    # decoder_tokens: the decoder reads its first 12 tokens (cross 12 x 32, blocks 6 x 6)
+    "t5-short-decoder": ({"tokens": 32, "decoder_tokens": 12, "widths": [6]}, {(32, 32), (12, 32), (6, 6)},
+                         {"encoder-self", "decoder-self-block", "cross"}),
     "blip2": ({}, {(8, 17)}, {"cross"}),
 }
 
@@ -71,6 +74,7 @@ CASES = {
 @pytest.mark.parametrize("family", sorted(CASES))
 def test_extract_local_checkpoint(checkpoints, family, tmp_path):
     options, shapes, kinds = CASES[family]
+    family = family.split("-")[0]
     ids = extract_to_store(str(checkpoints[family]), tmp_path, sources=2, seed=4, max_operators=12, **options)
     assert len(ids) == 12 and len(set(ids)) == 12
     recs = [read_record(tmp_path / "records" / r) for r in ids]
@@ -234,3 +238,10 @@ def test_a_panels_block_widths_do_not_apply_to_native_operators():
     assert _options("smollm2", {"operators": "native"})["widths"] is None
     assert _options("smollm2", {"operators": "both"})["widths"] == [128]
     assert _options("smollm2", {"operators": "native", "widths": [8]})["widths"] == [8]  # refused later, by name
+
+
+def test_decoder_tokens_needs_a_seq2seq_model_and_fits_the_widths(checkpoints, tmp_path):
+    with pytest.raises(InputError, match="decoder-tokens"):
+        extract_to_store(str(checkpoints["bert"]), tmp_path, tokens=24, decoder_tokens=8)
+    with pytest.raises(InputError, match="decoder-tokens"):
+        extract_to_store(str(checkpoints["t5"]), tmp_path, tokens=32, widths=[8], decoder_tokens=14)  # 2 * 8 - 1 > 14

@@ -15,11 +15,12 @@ up, which this machine cannot test beyond 2 workers.
 
 from __future__ import annotations
 
-import json
 import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from softrank.cli.output import print_json
 
 PROJECTED = (4, 16, 64, 256)
 
@@ -98,7 +99,7 @@ def main(args) -> int:
         result = measure(store, Path(tmp), repeats)
     result.update(project(result), store=str(store), store_kind=what, repeats=repeats)
     if args.json:
-        print(json.dumps(result))
+        print_json(result)
     else:
         _print(result)
     return 0 if result["tables_identical"] else 1

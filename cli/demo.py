@@ -39,15 +39,13 @@ def run(args) -> int:
         print(f"demo store: {len(ids)} synthetic operators ({args.size} x {args.size}) in {out / 'store'}")
     summary = replay_store(out / "store", out / "replay")
     if getattr(args, "json", False):
-        import json
-
         from softrank.findings.report_figures import family_summary
         from softrank.findings.replay_table import read_replay_table
 
         rows = read_replay_table(out / "replay", "replay.parquet")
-        print(json.dumps({"store": str(out / "store"), "replay": str(out / "replay"), "operators": len(ids),
-                          "size": args.size, "seed": args.seed, "style": DEMO_STYLE,
-                          "replay_summary": summary.as_json(), "summary": family_summary(rows), "exit_code": 0}))
+        print_json({"store": str(out / "store"), "replay": str(out / "replay"), "operators": len(ids),
+                    "size": args.size, "seed": args.seed, "style": DEMO_STYLE,
+                    "replay_summary": summary.as_json(), "summary": family_summary(rows), "exit_code": 0})
     else:
         print(summary.line())
     return 0

@@ -56,10 +56,8 @@ class Captured:
         exactly is left out with a ``CaptureWarning``.  Record ids name the model, the input
         (``source_id``, default ``input.<first 12 hex digits of the input's SHA-256>``), the
         batch item (when the batch has several), the layer, the head and the block."""
-        from softrank.fastpath.capture.dispatch import CaptureWarning
-        from softrank.fastpath.capture.locate import tag_of as _tag
-        from softrank.fastpath.capture.operators import Refusal, operators_for, provenance, record_id
-        from softrank.fastpath.capture.session import link_cross_queries
+        from softrank.fastpath.capture.live import (CaptureWarning, Refusal, link_cross_queries, model_tag as _tag,
+                                                    operators_for, provenance, record_id)
 
         size = self.batch_size
         if batch is not None and not (isinstance(batch, int) and 0 <= batch < max(size, 1)):
@@ -93,7 +91,7 @@ class Captured:
 
 
 def _widest(cap, batch: int) -> int:
-    from softrank.fastpath.capture.session import valid_positions
+    from softrank.fastpath.capture.live import valid_positions
 
     rows, _ = valid_positions(cap, batch)
     return max(1, (len(rows) + 1) // 2)
@@ -122,7 +120,7 @@ def capture(model, layers=None, family: str | None = None):
     ``cap.records(widths=[64])``.  ``layers`` restricts the layers kept; ``family`` names the
     provenance family (default: ``model.config.model_type``); it never changes what is captured."""
     require_torch()
-    from softrank.fastpath.capture.dispatch import capturing
+    from softrank.fastpath.capture.live import capturing
 
     with capturing(model, family=family, layers=None if layers is None else set(layers)) as session:
         yield Captured(session, model)

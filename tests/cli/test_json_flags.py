@@ -109,7 +109,7 @@ def test_bracket_tighten_regress_report_json(demo, tmp_path):
 
 
 def test_run_json(tmp_path):
-    from softrank.fastpath.store.demo import build_demo_store
+    from softrank.fastpath.demo import build_demo_store
 
     out = tmp_path / "out"
     build_demo_store(out / "store", 2, 16, seed=4)

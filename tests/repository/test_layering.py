@@ -18,6 +18,21 @@ search.  The Python API (api/) never imports the command line (cli/), and neithe
 a private (``_``) name of the room.  Imports are read with ``ast`` (absolute, relative, inside functions, and
 ``importlib.import_module`` / ``__import__`` calls with a literal name).
 
+The front ends and the pipeline (cli/, api/, pipeline/) import of the producer only its public face,
+``PRODUCER_PUBLIC``: the float64 quantities, the worker runner, the atomic files and the record
+writer, the capture's entry points (extraction, live capture for the Python API, the model label,
+the panels), the bracket of one matrix and the bracket job, the tighten job and the demonstration
+store.  Inside the producer imports go down its floors (``PRODUCER_FLOORS``), never up and never
+across to another place on the same floor:
+
+    0  store/files.py (atomic files), float64.py, operator_cache.py   the shared bottom
+    1  runner.py (on the files), store/ (the record writer), upper/, lower/
+    2  capture/ (writes records through the writer)
+    3  bracket/ (the phases over upper/ and lower/, the job over a store)
+    4  tighten/ (starts from bracket's verdicts), demo.py (bracketed synthetic records)
+
+so store/ never imports capture/ or bracket/, and upper/ and lower/ never import each other.
+
 No module of the package imports itself back through others: the graph of module -> imported
 softrank modules has no circle.
 """

@@ -63,10 +63,8 @@ class Captured:
         blocks above), ``"native"`` (the masked operator the model applies, over the item's
         tokens: support causal, or a window when the model's sliding window is shorter than the
         pass; record kind ``native``, provenance ``support``) or ``"both"``."""
-        from softrank.fastpath.capture.dispatch import CaptureWarning
-        from softrank.fastpath.capture.locate import tag_of as _tag
-        from softrank.fastpath.capture.operators import OPERATOR_KINDS, Refusal, operators_for, provenance, record_id
-        from softrank.fastpath.capture.session import link_cross_queries
+        from softrank.fastpath.capture.live import (OPERATOR_KINDS, CaptureWarning, Refusal, link_cross_queries,
+                                                    model_tag as _tag, operators_for, provenance, record_id)
 
         if not isinstance(operators, str) or operators not in OPERATOR_KINDS:
             raise InputError("records", "operators", f"expected one of {', '.join(OPERATOR_KINDS)}, got {operators!r}")
@@ -110,7 +108,7 @@ def _record(op, rid: str, prov: dict) -> Record:
 
 
 def _widest(cap, batch: int) -> int:
-    from softrank.fastpath.capture.session import valid_positions
+    from softrank.fastpath.capture.live import valid_positions
 
     rows, _ = valid_positions(cap, batch)
     return max(1, (len(rows) + 1) // 2)
@@ -139,7 +137,7 @@ def capture(model, layers=None, family: str | None = None):
     ``cap.records(widths=[64])``.  ``layers`` restricts the layers kept; ``family`` names the
     provenance family (default: ``model.config.model_type``); it never changes what is captured."""
     require_torch()
-    from softrank.fastpath.capture.dispatch import capturing
+    from softrank.fastpath.capture.live import capturing
 
     with capturing(model, family=family, layers=None if layers is None else set(layers)) as session:
         yield Captured(session, model)

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from softrank.cli.output import print_json
 from softrank.fastpath.float64 import rowsoftmax64
 from softrank.replay.tolerance import Tolerance
 
@@ -198,8 +199,6 @@ def _cases(tmp: str, quick: bool, count: int, store: Path | None) -> list[tuple[
 
 
 def main(args) -> int:
-    import json
-
     quick = bool(getattr(args, "quick", False))
     repeats = max(1, int(getattr(args, "repeats", 1) or 1))
     as_json = bool(getattr(args, "json", False))
@@ -241,7 +240,7 @@ def main(args) -> int:
                     f"{100 * c['fast']['resolved_eps_0.25']:.1f}% / U/L {c['fast']['median_U_over_L_eps_0.25']:.2f}"
                     f" / {100 * c['fast']['closed_eps_0.25']:.1f}% closed")
     if as_json:
-        print(json.dumps({"families": out}, sort_keys=True))
+        print_json({"families": out}, sort_keys=True)
     else:
         _print_share("all cases", share_all)
     return 0

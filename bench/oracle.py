@@ -14,11 +14,12 @@ Every verdict's certificate is re-checked exactly inside the timed call.  Prints
 
 from __future__ import annotations
 
-import json
 import random
 import statistics
 import time
 from fractions import Fraction
+
+from softrank.cli.output import print_json
 
 
 def _stochastic(rng: random.Random, m: int, n: int, top: int = 9):
@@ -88,5 +89,5 @@ def main(args) -> int:
         routes[d.reduction] = routes.get(d.reduction, 0) + 1
     out[f"profile_{n}x{n}"] = {"seconds": dt, "lower": p.lower, "upper": p.upper, "closed": p.rank is not None,
                                "ranks_by_route": routes, "recheck": all(d.recheck() for d in p.decisions)}
-    print(json.dumps(out, indent=2))
+    print_json(out, indent=2)
     return 0

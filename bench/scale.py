@@ -1,7 +1,7 @@
 """``softrank bench scale [STORE]``: replay throughput in records per minute, in this process and on
 a local dask.distributed cluster of 1 and of 2 worker processes, and a projection for W workers.
 
-Without STORE a demonstration store is built in a temporary folder (``softrank.fastpath.store.demo``:
+Without STORE a demonstration store is built in a temporary folder (``softrank.fastpath.demo``:
 200 operators of 64 x 64; ``--quick``: 40 of 48).  Each configuration replays the whole store
 through ``softrank.findings.replay_job.replay_store`` into its own folder (journal, tables and manifest
 included); a cluster is started before its clock starts, and its start-up time is printed apart.
@@ -15,11 +15,12 @@ up, which this machine cannot test beyond 2 workers.
 
 from __future__ import annotations
 
-import json
 import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from softrank.cli.output import print_json
 
 PROJECTED = (4, 16, 64, 256)
 
@@ -84,7 +85,7 @@ def project(result: dict) -> dict:
 def _store(args, tmp: Path):
     if args.target:
         return args.target, "given"
-    from softrank.fastpath.store.demo import build_demo_store
+    from softrank.fastpath.demo import build_demo_store
 
     operators, size = (40, 48) if args.quick else (200, 64)
     build_demo_store(tmp / "store", operators, size, seed=0)
@@ -98,7 +99,7 @@ def main(args) -> int:
         result = measure(store, Path(tmp), repeats)
     result.update(project(result), store=str(store), store_kind=what, repeats=repeats)
     if args.json:
-        print(json.dumps(result))
+        print_json(result)
     else:
         _print(result)
     return 0 if result["tables_identical"] else 1

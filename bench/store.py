@@ -31,6 +31,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from softrank.bench.lower import float64_frobenius, float64_projected
+from softrank.cli.output import print_json
 from softrank.fastpath.float64 import decoder_value, max_row_l1, rowsoftmax64
 from softrank.replay.engine import replay_record
 from softrank.replay.reader import list_records, read_record
@@ -84,7 +85,7 @@ def _timed(args, store: Path, folders: list[Path]) -> int:
     out = {"records": len(folders), "float64_seconds": t_f, "validated_seconds": t_v,
            "ratio": t_v / t_f if t_f > 0 else float("inf")}
     if as_json:
-        print(json.dumps(out))
+        print_json(out)
         return 0
     val = {c: statistics.median(r[c] for r in runs["parts"]) for c in COMPONENTS}
     print(f"softrank bench store {store}: {len(folders)} records, median of {repeats} passes, one BLAS thread")

@@ -5,7 +5,8 @@ One table maps each subcommand to the module that implements it.  A module expos
 imported only when their subcommand runs, so ``softrank replay`` never imports torch.
 
 ``softrank --version`` prints the version.  Malformed input raises ``softrank.validated.errors.InputError``; it is printed as one line on stderr and the
-exit code is 2, with no traceback.  Every command's ``--help`` ends with its exit codes
+exit code is 2, with no traceback; under ``--json`` stdout also gets one JSON object
+``{"error": the line, "exit_code": 2}``.  Every command's ``--help`` ends with its exit codes
 (``EXIT_CODES``).  A closed stdout (``softrank replay ... | head``) ends the command quietly with
 exit code 141 (128 + SIGPIPE, what a program killed by the signal reports), nothing on stderr.
 """
@@ -163,17 +164,28 @@ def main(argv: list[str] | None = None) -> int:
     except ModuleNotFoundError as err:
         return _missing(args.command, err)
     except InputError as err:
-        print(f"softrank {args.command}: error: {err.one_line()}", file=sys.stderr)
-        return 2
+        return _bad_input(args, err.one_line())
     except OSError as err:  # the file system refused (permissions, a full disk, a path that is a file)
         if err.errno == errno.EPIPE:  # stdout closed (| head): wrapped in another OSError type
             return _closed_stdout()
-        where = err.filename or "file system"
-        print(f"softrank {args.command}: error: {where}: {err.strerror or err}", file=sys.stderr)
-        return 2
+        return _bad_input(args, f"{err.filename or 'file system'}: {err.strerror or err}")
     except KeyboardInterrupt:
         print("softrank: interrupted", file=sys.stderr)
         return 130
+
+
+def _bad_input(args, line: str) -> int:
+    """Exit code 2 for a bad input: one line on stderr and, under ``--json``, also one JSON object
+    ``{"error": LINE, "exit_code": 2}`` on stdout (``softrank.cli.output``)."""
+    print(f"softrank {args.command}: error: {line}", file=sys.stderr)
+    if getattr(args, "json", False):
+        from softrank.cli.output import print_json_error
+
+        try:
+            print_json_error(line, 2)
+        except BrokenPipeError:
+            return _closed_stdout()
+    return 2
 
 
 def _closed_stdout() -> int:

@@ -124,12 +124,12 @@ def run(args) -> int:
                         "resolved": done, "resolved_share": done / len(sel)})
     code = 2 if job.errors else 0
     if getattr(args, "json", False):
-        import json
+        from softrank.cli.output import print_json
 
-        print(json.dumps({"store": str(job.store), "out": str(job.out), "records": job.total, "resumed": job.resumed,
-                          "malformed": len(job.errors), "errors": job.errors, "tolerances": len(eps_list),
-                          "seconds": elapsed, "table": str(job.out / "bracket.csv"), "eps": per_eps,
-                          "exit_code": code}))
+        print_json({"store": str(job.store), "out": str(job.out), "records": job.total, "resumed": job.resumed,
+                    "malformed": len(job.errors), "errors": job.errors, "tolerances": len(eps_list),
+                    "seconds": elapsed, "table": str(job.out / "bracket.csv"), "eps": per_eps,
+                    "exit_code": code})
         return code
     print(f"softrank bracket: {job.total} records{resumed}{malformed} x {len(eps_list)} tolerances in "
           f"{elapsed:.1f} s -> {job.out}")

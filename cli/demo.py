@@ -1,12 +1,12 @@
 """``softrank demo``: build a small demonstration store (synthetic softmax operators, no model
-needed, ``softrank.fastpath.store.demo``), then replay it."""
+needed, ``softrank.fastpath.demo``), then replay it."""
 
 from __future__ import annotations
 
 MAX_OPERATORS = 10_000  # a demonstration store: larger counts are refused, not run for hours
 MAX_SIZE = 2048  # m = N; each operator is SVD'd once per tolerance in float64
 EPILOG = """--json prints one object: {"store", "replay" (folders), "operators", "size", "seed", "style" (of
-softrank.fastpath.store.demo), "replay_summary" (as softrank replay --json prints it), "summary" (per
+softrank.fastpath.demo), "replay_summary" (as softrank replay --json prints it), "summary" (per
 family and eps: operators, median_L, median_U, median_U_over_L, resolved, resolved_share,
 closed_share, as in softrank report), "exit_code"}."""
 
@@ -26,7 +26,7 @@ def run(args) -> int:
     from softrank.cli.args import check_count
     from softrank.cli.paths import output_dir
     from softrank.findings.replay_job import replay_store
-    from softrank.fastpath.store.demo import DEMO_STYLE, build_demo_store
+    from softrank.fastpath.demo import DEMO_STYLE, build_demo_store
 
     check_count(args.operators, "operators", maximum=MAX_OPERATORS)
     check_count(args.size, "size", minimum=2, maximum=MAX_SIZE)
@@ -39,15 +39,14 @@ def run(args) -> int:
         print(f"demo store: {len(ids)} synthetic operators ({args.size} x {args.size}) in {out / 'store'}")
     summary = replay_store(out / "store", out / "replay")
     if getattr(args, "json", False):
-        import json
-
+        from softrank.cli.output import print_json
         from softrank.findings.report_figures import family_summary
         from softrank.findings.replay_table import read_replay_table
 
         rows = read_replay_table(out / "replay", "replay.parquet")
-        print(json.dumps({"store": str(out / "store"), "replay": str(out / "replay"), "operators": len(ids),
-                          "size": args.size, "seed": args.seed, "style": DEMO_STYLE,
-                          "replay_summary": summary.as_json(), "summary": family_summary(rows), "exit_code": 0}))
+        print_json({"store": str(out / "store"), "replay": str(out / "replay"), "operators": len(ids),
+                    "size": args.size, "seed": args.seed, "style": DEMO_STYLE,
+                    "replay_summary": summary.as_json(), "summary": family_summary(rows), "exit_code": 0})
     else:
         print(summary.line())
     return 0

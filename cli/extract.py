@@ -182,10 +182,10 @@ def run(args) -> int:
         ids = extract_to_store(args.model, args.out, **{k: v for k, v in options.items() if v is not None})
     elapsed = time.perf_counter() - start
     if getattr(args, "json", False):
-        import json
+        from softrank.cli.output import print_json
 
-        print(json.dumps({"model": str(args.model), "out": str(args.out), "operators": len(ids), "ids": list(ids),
-                          "seconds": elapsed}))
+        print_json({"model": str(args.model), "out": str(args.out), "operators": len(ids), "ids": list(ids),
+                    "seconds": elapsed})
         return 0
     print(f"softrank extract: {len(ids)} operators from {args.model} written to {args.out} in {elapsed:.1f} s")
     return 0

@@ -10,10 +10,10 @@ Bad arguments (L < 2, r < 1, eps outside (0, 1), beta <= 0, a non-rational numbe
 
 from __future__ import annotations
 
-import json
 import time
 
 from softrank.cli.args import check_count
+from softrank.cli.output import print_json
 from softrank.exact.rational import parse_rational
 from softrank.replay.tolerance import Tolerance
 from softrank.validated.errors import InputError
@@ -56,7 +56,7 @@ def run(args) -> int:
                                                      "exceed the binary64 range of the output") from None
     out["seconds"] = round(time.perf_counter() - t0, 3)
     if args.json:
-        print(json.dumps(out))
+        print_json(out)
     else:
         for k, v in out.items():
             print(f"{k:>28}: {v}")

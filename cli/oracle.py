@@ -19,6 +19,7 @@ from fractions import Fraction
 
 from softrank.cli.args import parse_count, path_arg
 
+from softrank.cli.output import print_json
 from softrank.cli.paths import load_json_text, read_text_file
 from softrank.validated.errors import InputError
 
@@ -131,7 +132,7 @@ def _run(args) -> int:
                    search_budget=budget)
         out = v.to_json()
         if args.json:
-            print(json.dumps(out))
+            print_json(out)
         else:
             print(f"{v.verdict}: rank {k}, class {args.klass}, eps {fmt(eps)}, {len(A)}x{len(A[0])}"
                   f" (reduction {v.reduction}{', proof ' + v.proof if v.proof else ''};"
@@ -143,7 +144,7 @@ def _run(args) -> int:
                 on_decision=None if args.no_progress or not stderr_is_terminal() else progress_line())
     out = p.to_json(certificates=not args.no_certificates)
     if args.json:
-        print(json.dumps(out))
+        print_json(out)
     else:
         if p.lower is None:
             print(f"no competitor: {p.note}")

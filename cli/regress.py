@@ -13,12 +13,12 @@ change (and every record or eps present on one side only) and exits 1 on any
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from softrank.cli.args import check_count, path_arg
 from softrank.cli.paths import check_not_input, output_file, replay_tables
+from softrank.cli.output import print_json
 from softrank.findings.regress import FROM, VERDICTS, analyse, read_rows, save, totals
 from softrank.findings.regress_baseline import changes, load_baseline, replay_baseline, write_baseline
 from softrank.validated.errors import InputError
@@ -98,8 +98,8 @@ def run(args) -> int:
         return baselines(args, folder)
     code, lines = baselines(args, folder, quiet=True)
     against, written = getattr(args, "against", None), getattr(args, "write_baseline", None)
-    print(json.dumps(dict(counts, tables=str(out), baseline=None if written is None else str(written),
-                          against=None if against is None else str(against), changes=lines, exit_code=code)))
+    print_json(dict(counts, tables=str(out), baseline=None if written is None else str(written),
+                    against=None if against is None else str(against), changes=lines, exit_code=code))
     return code
 
 

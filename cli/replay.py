@@ -10,11 +10,11 @@ others are still replayed and written); 3 on a contradiction.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from softrank.cli.args import check_count, max_jobs, parse_int_list, path_arg
+from softrank.cli.output import print_json
 from softrank.cli.progress import progress as progress_bar
 from softrank.findings.replay_job import DEFAULT_BUDGETS, FAIL_ON, ReplayJob
 from softrank.validated.errors import InputError
@@ -62,7 +62,10 @@ def run(args) -> int:
         raise
     for line in summary.errors:
         print(f"softrank replay: error: {line}", file=sys.stderr)
-    print(json.dumps(summary.as_json(fail_on)) if args.json else summary.line())
+    if args.json:
+        print_json(summary.as_json(fail_on))
+    else:
+        print(summary.line())
     return summary.exit_code(fail_on)
 
 

@@ -7,11 +7,11 @@ The arguments, the output paths checked before any work, and what is printed; th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from softrank.cli.args import path_arg
 from softrank.cli.paths import check_not_input, output_file, replay_tables
+from softrank.cli.output import print_json
 from softrank.findings.report import write_report
 
 EPILOG = """--json prints one object: {"report": the page's path, "figures": [figure names], "records",
@@ -39,5 +39,8 @@ def run(args) -> int:
         check_not_input(args.figures, "figures", inside=replay_tables(args.replay_dir))
     info: dict = {}
     path = write_report(args.replay_dir, out, figures=args.figures, info=info, heldout=args.heldout)
-    print(json.dumps(info, sort_keys=True) if getattr(args, "json", False) else f"report: {path}")
+    if getattr(args, "json", False):
+        print_json(info, sort_keys=True)
+    else:
+        print(f"report: {path}")
     return 0

@@ -129,12 +129,11 @@ def run(args) -> int:
         print(f"softrank run: error: {line}", file=sys.stderr)
     _print_table(console, result.table, result.times, result.summary)
     if as_json:
-        import json
+        from softrank.cli.output import print_json
 
-        print(json.dumps({"out": str(result.out), "store": str(result.store), "replay": str(result.replay),
-                          "report": str(result.page), "table": result.table,
-                          "replay_summary": result.summary.as_json(), "seconds": result.times,
-                          "exit_code": result.code}, default=str), flush=True)
+        print_json({"out": str(result.out), "store": str(result.store), "replay": str(result.replay),
+                    "report": str(result.page), "table": result.table, "replay_summary": result.summary.as_json(),
+                    "seconds": result.times, "exit_code": result.code})
     else:
         print(f"report: {result.page}", flush=True)
     return result.code
@@ -184,9 +183,9 @@ def _print_plan(args, tolerances, as_json: bool) -> int:
 
     plan = run_plan(args, tolerances)
     if as_json:
-        import json
+        from softrank.cli.output import print_json
 
-        print(json.dumps(plan), flush=True)
+        print_json(plan)
         return 0
     print(f"panel {plan['panel']}: {plan['operators']} operators x {len(plan['tolerances'])} tolerances "
           f"({', '.join(plan['tolerances'])})")

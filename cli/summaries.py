@@ -1,5 +1,5 @@
-"""What the summaries of the commands share: medians and maxima over finite values, numbers shown
-as ``n/a`` when missing, and standard JSON (NaN written as null)."""
+"""What the summaries of the commands share: medians and maxima over finite values and numbers shown
+as ``n/a`` when missing (their JSON goes through ``softrank.cli.output``)."""
 
 from __future__ import annotations
 
@@ -27,12 +27,3 @@ def shown_number(value, spec: str) -> str:
     """``format(value, spec)``, or ``n/a`` for None and NaN (a ratio a degenerate record lacks)."""
     return "n/a" if value is None or value != value else format(value, spec)
 
-
-def json_text(obj, **kwargs) -> str:
-    """``json.dumps`` with every NaN or infinite number written as null (standard JSON: a ratio
-    that a degenerate record lacks is null, never the non-standard ``NaN``)."""
-    import json
-
-    from softrank.fastpath.store.files import json_ready
-
-    return json.dumps(json_ready(obj), allow_nan=False, **kwargs)

@@ -150,11 +150,11 @@ def run(args) -> int:
                         "median_U_over_L_after": statistics.median(ratio) if ratio else None})
     code = 2 if errors else 0
     if getattr(args, "json", False):
-        import json
+        from softrank.cli.output import print_json
 
-        print(json.dumps({"store": str(args.store), "out": str(out), "records": total, "tried": len(rows),
-                          "malformed": len(errors), "errors": errors, "seconds": seconds,
-                          "table": str(out / "tighten.csv"), "eps": per_eps, "exit_code": code}))
+        print_json({"store": str(args.store), "out": str(out), "records": total, "tried": len(rows),
+                    "malformed": len(errors), "errors": errors, "seconds": seconds,
+                    "table": str(out / "tighten.csv"), "eps": per_eps, "exit_code": code})
         return code
     print(f"softrank tighten: {total} records, {len(rows)} (record, eps) tried in "
           f"{seconds:.1f} s{malformed} -> {out} (table {out / 'tighten.csv'})")

@@ -26,8 +26,9 @@ import pyarrow as pa
 
 from softrank.fastpath.store.files import output_folder as output_dir
 from softrank.findings.replay_table import read_replay_table
-from softrank.replay.tolerance import Tolerance
 from softrank.findings.tables import write_table
+from softrank.replay.tolerance import Tolerance
+from softrank.validated.errors import InputError
 
 VERDICTS = ("feasible", "impossible", "unresolved")
 FROM = VERDICTS + ("none",)

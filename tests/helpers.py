@@ -179,7 +179,7 @@ def demo_store_and_replay(root, operators: int, seed: int, replay: str = "replay
     """ROOT/store: a bracketed demo store of ``operators`` records of size x size; ROOT/REPLAY: its
     validated replay (the inputs of the command-line tests of bad input)."""
     from softrank.findings.replay_job import replay_store
-    from softrank.fastpath.store.demo import build_demo_store
+    from softrank.fastpath.demo import build_demo_store
 
     build_demo_store(root / "store", operators=operators, size=size, seed=seed)
     replay_store(root / "store", root / replay)

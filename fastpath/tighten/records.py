@@ -44,16 +44,17 @@ from softrank.fastpath.store.files import make_temp_dir, read_regular_file
 from softrank.fastpath.float64 import decoder_value, max_row_l1
 from softrank.fastpath.lower.certificates import MARGIN, Certificate
 from softrank.fastpath.operator_cache import OperatorCache
+from softrank.fastpath.upper.minimax import DescentSettings
 from softrank.fastpath.upper.rank_search import Witness
 from softrank.fastpath.tighten.lower import grow_decoder
-from softrank.fastpath.tighten.upper import AdamSettings, descend_minimax
+from softrank.fastpath.tighten.upper import TIGHTEN_SETTINGS, descend_minimax
 from softrank.fastpath.store.writer import RecordWriter
 from softrank.replay.reader import MANIFEST_BYTES, MAX_LOWER, read_record
 from softrank.validated.errors import InputError
 
 PRODUCER = "softrank.fastpath.tighten 0.1"
 UPPER_SHARE = 0.5  # at most this share of a tolerance's time goes to the upper end
-DEFAULT_SETTINGS = AdamSettings()
+DEFAULT_SETTINGS = TIGHTEN_SETTINGS
 
 
 @dataclass(eq=False)  # identity: states are compared with ``is`` / ``in``
@@ -133,7 +134,7 @@ def resolve_goal(lower: int, upper: int | None, p: int) -> int:
 
 
 def _tighten_eps(op: OperatorCache, states: list[EpsState], s: EpsState, pool: list[Certificate],
-                 deadline: float, settings: AdamSettings, lower_goal: str) -> None:
+                 deadline: float, settings: DescentSettings, lower_goal: str) -> None:
     """Upper then lower end of one tolerance, until ``deadline``."""
     t0 = time.perf_counter()
     shared = best_decoder(op.A, pool, s.eps)
@@ -184,7 +185,7 @@ def select_states(states: list[EpsState], eps_list, only_unresolved: bool, p: in
 
 
 def tighten_record(folder, out_store, eps_list=None, budget_seconds: float = 120.0,
-                   only_unresolved: bool = False, settings: AdamSettings = DEFAULT_SETTINGS,
+                   only_unresolved: bool = False, settings: DescentSettings = DEFAULT_SETTINGS,
                    lower_goal: str = "resolve") -> list[dict]:
     """Tighten one bracketed record into ``out_store`` (see the module docstring).  ``eps_list``:
     the stored tolerances to tighten (exact values, in the order to do them; None: all), the

@@ -14,7 +14,7 @@ from softrank.fastpath.runner import RecordsJob
 from softrank.fastpath.store.files import read_regular_file, write_csv
 from softrank.fastpath.store.writer import write_index
 from softrank.fastpath.tighten.records import DEFAULT_SETTINGS, copy_record, tighten_record
-from softrank.fastpath.tighten.upper import AdamSettings
+from softrank.fastpath.upper.minimax import DescentSettings
 from softrank.replay.reader import MANIFEST_BYTES, record_entries
 from softrank.validated.errors import InputError
 
@@ -76,7 +76,7 @@ def tighten_task(args: tuple) -> dict:
 
 
 def tighten_store(store, out_store, eps_list=None, budget_seconds: float = 120.0, only_unresolved: bool = False,
-                  records=None, progress=None, settings: AdamSettings = DEFAULT_SETTINGS,
+                  records=None, progress=None, settings: DescentSettings = DEFAULT_SETTINGS,
                   lower_goal: str = "resolve", jobs: int = 1, scheduler: str | None = None,
                   errors: list | None = None) -> list[dict]:
     """Tighten the records of ``store`` (``records``: ids to tighten, None: all; the others are

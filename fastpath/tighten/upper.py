@@ -22,32 +22,27 @@ Every witness returned satisfies ``||A - X Y^T||_inf <= eps - MARGIN`` in float6
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 from softrank.fastpath.float64 import max_row_l1
 from softrank.fastpath.operator_cache import OperatorCache
-from softrank.fastpath.upper.minimax import CONSTRUCTION, adam_step, balanced_truncation, refit_rows
+from softrank.fastpath.upper.minimax import CONSTRUCTION, DescentSettings, adam_step, balanced_truncation, refit_rows
 from softrank.fastpath.upper.rank_search import MARGIN, Witness
 
 #: a failing one-rank step is tried once more with the Adam step this many times larger
 RETRY_STEP_FACTOR = 10 / 3
 
 
-@dataclass(frozen=True)
-class AdamSettings:
-    lr: float = 3e-4  # Adam step
-    mu: float = 0.002  # temperature of the smoothed maximum over rows
-    delta: float = 1e-4  # |x| -> sqrt(x^2 + delta^2)
-    iters: int = 4000  # iterations per run at most
-    patience: int = 300  # iterations without a gain of 1e-5 before the step is halved
-    min_lr: float = 1e-5  # a run stops when the step falls below this
-    step_fraction: float = 0.05  # first rank step of the descent, as a fraction of the rank
-    refit_within: float = 0.012  # rows are refit only when Adam ends within this relative gap
+#: the settings of tighten's runs: the bracket descent's type (``DescentSettings``, one for both
+#: searches) with longer runs (tighten has the time).  Tighten reads lr, mu, delta, iters, patience,
+#: min_lr, step_fraction and refit_within: one temperature at every rank, every row in the
+#: gradient, no stall window, its own rank steps
+TIGHTEN_SETTINGS = DescentSettings(iters=4000)
 
 
 def minimax_adam(A: np.ndarray, X: np.ndarray, Y: np.ndarray, target: float, deadline: float,
-                 s: AdamSettings = AdamSettings()) -> tuple[float, np.ndarray, np.ndarray]:
+                 s: DescentSettings = TIGHTEN_SETTINGS) -> tuple[float, np.ndarray, np.ndarray]:
     """Adam on the smoothed maximum row l1 error from (X, Y); stops once the float64 error is
     at most ``target``, after ``s.iters`` iterations, when the step has been halved below
     ``s.min_lr`` or at ``deadline`` (``time.perf_counter``).  Returns the best iterate
@@ -79,7 +74,7 @@ def minimax_adam(A: np.ndarray, X: np.ndarray, Y: np.ndarray, target: float, dea
 
 
 def fit_rank(op: OperatorCache, w: Witness, k: int, target: float, deadline: float,
-             s: AdamSettings = AdamSettings()) -> Witness | None:
+             s: DescentSettings = TIGHTEN_SETTINGS) -> Witness | None:
     """A checked witness of rank k from the witness ``w`` (rank > k), or None: Adam from the top
     k directions of ``w``; if it misses by little (``s.refit_within``), exact row refits and one
     more Adam run."""
@@ -98,7 +93,7 @@ def fit_rank(op: OperatorCache, w: Witness, k: int, target: float, deadline: flo
 
 
 def descend_minimax(op: OperatorCache, w: Witness, eps: float, lower: int, deadline: float,
-                    s: AdamSettings = AdamSettings(), log: list | None = None) -> Witness:
+                    s: DescentSettings = TIGHTEN_SETTINGS, log: list | None = None) -> Witness:
     """From a checked witness, lower the rank while ``fit_rank`` succeeds (see the module
     docstring); never below ``lower`` (a proved or claimed lower end).  Returns the best checked
     witness (``w`` itself when no step succeeds).  ``log`` collects (rank, success, seconds)."""

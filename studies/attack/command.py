@@ -9,13 +9,13 @@ Writes ``attack.csv`` / ``attack.json`` into ``--out`` (default STORE/attack).
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
 from softrank.cli.args import check_count, max_jobs, path_arg
 from softrank.cli.paths import check_not_input, output_dir, store_records
+from softrank.cli.output import print_json
 from softrank.cli.progress import progress
 from softrank.fastpath.runner import RecordsJob
 from softrank.validated.errors import InputError
@@ -79,8 +79,10 @@ def run(args) -> int:
         if r["validated_beaten"]:
             print(f"softrank attack: SOUNDNESS FAILURE: {r['record_id']} eps {r['eps']}: a rank {r['lower'] - 1} "
                   f"witness is proved within eps although r_eps >= {r['lower']} was proved", file=sys.stderr)
-    print(json.dumps(summary) if args.json else
-          f"attacked {summary['lower_ends']} validated lower ends of {summary['records']} records "
-          f"({summary['attempts']} constructions tried): beaten {summary['beaten']}, float64 near misses "
-          f"{summary['float64_near_misses']}; table: {summary['table']}")
+    if args.json:
+        print_json(summary)
+    else:
+        print(f"attacked {summary['lower_ends']} validated lower ends of {summary['records']} records "
+              f"({summary['attempts']} constructions tried): beaten {summary['beaten']}, float64 near misses "
+              f"{summary['float64_near_misses']}; table: {summary['table']}")
     return 1 if summary["beaten"] else 2 if errors else 0

@@ -13,7 +13,7 @@ import csv
 
 from softrank.cli.args import check_count, max_jobs, path_arg
 from softrank.cli.paths import read_text_file
-from softrank.cli.summaries import json_text
+from softrank.cli.output import print_json
 from softrank.replay.tolerance import Tolerance
 from softrank.validated.errors import InputError
 
@@ -53,7 +53,7 @@ def run(args) -> int:
     rows = list(csv.DictReader(read_text_file(args.table, "table").splitlines()))
     res = construction_ratios(rows, tol)
     if args.json:
-        print(json_text({"eps": tol.text, "families": res}))
+        print_json({"eps": tol.text, "families": res})
         return 0
     print(f"median rank / best construction's rank at eps {tol}")
     print("family".ljust(10) + "ops".rjust(5) + "".join(c.rjust(10) for c in ALL_CONSTRUCTIONS))

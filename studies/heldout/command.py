@@ -10,7 +10,7 @@ from pathlib import Path
 
 from softrank.cli.extract import progress_report
 from softrank.cli.paths import load_json_text, output_dir, read_text_file
-from softrank.cli.summaries import json_text
+from softrank.cli.output import print_json
 from softrank.fastpath.store.files import write_json
 from softrank.validated.errors import InputError
 
@@ -72,7 +72,7 @@ def held_out(args) -> int:
     write_json(out / "heldout.json", result)
     report = write_report(out / "replay", out / "report.html", research=True, heldout=out / "heldout.json")
     if args.json:
-        print(json_text(result))
+        print_json(result)
         return 0
     print(f"held-out sources ({len(result['sources'])}), eps {heldout.EPS}: median rank / validated L "
           "[95% source-bootstrap interval]")

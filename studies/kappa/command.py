@@ -9,7 +9,7 @@ from pathlib import Path
 from softrank.cli.args import check_count, max_jobs, parse_int_list, path_arg
 from softrank.cli.paths import check_not_input, output_dir, replay_tables, store_records
 from softrank.cli.progress import StageBars
-from softrank.cli.summaries import json_text
+from softrank.cli.output import print_json
 from softrank.validated.errors import InputError
 
 MAX_BOOTSTRAP = 100_000  # resamples: 2000 give 95% intervals; 10**6 would run for many minutes
@@ -86,7 +86,7 @@ def run(args) -> int:
     for line in s["operators_failed"]:  # one line per operator whose study failed; the others are in the tables
         print(f"softrank study kappa: error: {' '.join(str(line).split())}", file=sys.stderr)
     if args.json:
-        print(json_text(result))
+        print_json(result)
     else:
         print((out / "correlations.md").read_text(), end="")
         for k in ("operators_selected", "operators_done", "families", "rows", "rows_resolved", "kappa_brackets",

@@ -20,7 +20,8 @@ import numpy as np
 
 from softrank.cli.args import check_count, parse_int_list, path_arg
 from softrank.cli.paths import check_not_input, output_file
-from softrank.cli.summaries import json_text, median_or_none
+from softrank.cli.output import print_json
+from softrank.cli.summaries import median_or_none
 from softrank.validated.errors import InputError
 
 MAX_CASES = 10**6  # random or adversarial cases of the perturbation check (the default is 400 and 200)
@@ -85,7 +86,7 @@ def _emit(args, summary: dict, rows: list[dict]) -> None:
     if getattr(args, "out", None) is not None:  # checked (theorem_records) before any work
         write_csv(args.out, rows)
     if args.json:
-        print(json_text({"summary": summary, "rows": rows}))
+        print_json({"summary": summary, "rows": rows})
     else:
         for k, v in summary.items():
             print(f"{k:>36}: {v}")
@@ -101,7 +102,7 @@ def _perturbation(args) -> int:
     res = perturbation_suite(args.random, args.adversarial, args.seed)
     res["seconds"] = round(time.perf_counter() - t0, 2)
     if args.json:
-        print(json_text(res))
+        print_json(res)
     else:
         for k, v in res.items():
             if k != "sharpness_sequence":

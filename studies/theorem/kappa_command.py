@@ -26,7 +26,8 @@ import sys
 import numpy as np
 
 from softrank.cli.args import parse_int_list, path_arg
-from softrank.cli.summaries import json_text, max_or_none, median_or_none, shown_number
+from softrank.cli.output import print_json
+from softrank.cli.summaries import max_or_none, median_or_none, shown_number
 from softrank.studies.theorem.command import RECORD_FAILURES, record_failure, theorem_records
 
 
@@ -84,7 +85,7 @@ def run(args) -> int:
     if args.out:
         write_csv(args.out, rows)
     if args.json:
-        print(json_text({"summary": summary, "rows": rows}))
+        print_json({"summary": summary, "rows": rows})
     else:
         for k, v in summary.items():
             print(f"{k:>28}: {v}")

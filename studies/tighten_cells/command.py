@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from softrank.cli.args import check_count, parse_int_list, path_arg
 from softrank.cli.paths import output_file
-from softrank.cli.summaries import json_text
+from softrank.cli.output import print_json
 from softrank.validated.errors import InputError
 
 
@@ -45,7 +45,7 @@ def run(args) -> int:
     rows = study(args.store, records, sizes, args.cells, args.seed, seconds=args.seconds, timeout=args.timeout)
     write_csv(args.out, rows)
     if args.json:
-        print(json_text({"out": str(args.out), "rows": rows}))
+        print_json({"out": str(args.out), "rows": rows})
         return 0
     for r in rows:
         print(r)

@@ -9,7 +9,7 @@ from softrank.cli.args import check_count, check_device, max_jobs, parse_int_lis
 from softrank.cli.extract import one_line_warnings
 from softrank.cli.paths import output_dir
 from softrank.cli.progress import StageBars
-from softrank.cli.summaries import json_text
+from softrank.cli.output import print_json
 from softrank.replay.reader import MAX_TOLERANCES
 from softrank.replay.tolerance import Tolerance
 from softrank.validated.errors import InputError
@@ -72,7 +72,7 @@ def run(args) -> int:
     for line in errors:
         print(f"softrank study widths: error: {line}", file=sys.stderr)
     if args.json:
-        print(json_text(result, indent=1))
+        print_json(result, indent=1)
     else:
         _print(result)
     return 2 if errors else 0

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from helpers import demo_store_and_replay
-from softrank.fastpath.store.demo import build_demo_store
+from softrank.fastpath.demo import build_demo_store
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from softrank.fastpath.store.demo import build_demo_store
+from softrank.fastpath.demo import build_demo_store
 from softrank.replay.reader import list_records, read_record
 
 RECORDS = 16

@@ -114,7 +114,8 @@ def test_summary_helpers_skip_missing_ratios_and_json_is_standard():
     import json
     import math
 
-    from softrank.cli.summaries import json_text, max_or_none, median_or_none, shown_number
+    from softrank.cli.output import json_text
+    from softrank.cli.summaries import max_or_none, median_or_none, shown_number
 
     assert median_or_none([3.0, None, math.nan, 1.0, math.inf, 2.0]) == 2.0
     assert max_or_none([None, -1.0, math.nan]) == -1.0

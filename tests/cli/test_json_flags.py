@@ -109,7 +109,7 @@ def test_bracket_tighten_regress_report_json(demo, tmp_path):
 
 
 def test_run_json(tmp_path):
-    from softrank.fastpath.store.demo import build_demo_store
+    from softrank.fastpath.demo import build_demo_store
 
     out = tmp_path / "out"
     build_demo_store(out / "store", 2, 16, seed=4)
@@ -145,3 +145,45 @@ def test_a_closed_stdout_ends_quietly(demo, tmp_path):
     err = proc.stderr.read()
     assert proc.wait(timeout=600) == 141 and err == b""
     assert (tmp_path / "r" / "replay.parquet").is_file()  # the work itself was done
+
+
+def test_the_printer_keeps_json_dumps_bytes(capsys):
+    """``print_json`` prints what ``json.dumps`` printed before (default separators, key order,
+    ``indent`` / ``sort_keys`` where a command asked), but as standard JSON: NaN and infinities
+    are null, numpy scalars numbers, and what json cannot write its ``str``."""
+    import math
+
+    import numpy as np
+
+    from softrank.cli.output import json_text, print_json
+
+    obj = {"b": 1, "a": [0.25, "x", None, True, (1, 2)], "c": {"z": 1e-300, "y": "é"}}
+    for kwargs in ({}, {"indent": 2}, {"indent": 1}, {"sort_keys": True}):
+        print_json(obj, **kwargs)
+        assert capsys.readouterr().out == json.dumps(obj, **kwargs) + "\n"
+    text = json_text({"r": math.inf, "n": math.nan, "k": np.int64(3), "f": np.float64(0.5), "p": Path("/x")})
+    assert text == '{"r": null, "n": null, "k": 3, "f": 0.5, "p": "/x"}'
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["oracle", "{missing}", "--eps", "1/4", "--rank", "1", "--json"], "{missing}"),
+    (["bracket", "{missing}", "--out", "{tmp}/b", "--json"], "{missing}"),
+    (["replay", "{missing}", "--out", "{tmp}/r", "--json"], "{missing}"),
+    (["families", "grid", "--r", "0", "--L", "3", "--eps", "1/4", "--json"], "r"),
+])
+def test_a_bad_input_under_json_is_one_error_object(tmp_path, capsys, argv, line):
+    argv = [a.replace("{missing}", str(tmp_path / "absent")).replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and err.startswith(f"softrank {argv[0]}: error: ")
+    obj = json.loads(out)  # the whole of stdout is the one object
+    assert obj == {"error": err.strip().split(": error: ", 1)[1], "exit_code": 2}
+    assert line.replace("{missing}", str(tmp_path / "absent")) in obj["error"]
+    assert main([a for a in argv if a != "--json"]) == 2  # without --json: nothing on stdout
+    assert capsys.readouterr().out == ""
+
+
+def test_a_bad_input_under_json_in_a_subprocess(tmp_path):
+    proc = _softrank("report", tmp_path / "absent", "--out", tmp_path / "r.html", "--json", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert json.loads(proc.stdout) == {"error": proc.stderr.strip().split(": error: ", 1)[1], "exit_code": 2}

@@ -10,7 +10,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from softrank.fastpath.store.demo import build_demo_store
+from softrank.fastpath.demo import build_demo_store
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from softrank.fastpath.store.demo import build_demo_store
+from softrank.fastpath.demo import build_demo_store
 
 RECORDS = 30
 # --strict (Arb balls throughout) makes each small record take a measurable time (~0.1 s), so the

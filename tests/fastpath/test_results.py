@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import softrank
-from softrank.fastpath.store.demo import DEMO_STYLE, build_demo_store
+from softrank.fastpath.demo import DEMO_STYLE, build_demo_store
 from softrank.validated.errors import InputError
 
 CORPUS = Path(__file__).resolve().parent.parent / "soundness" / "certificates"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -89,12 +90,12 @@ def test_a_failing_one_rank_step_is_retried_once_with_a_larger_step(monkeypatch)
 
     def scripted(op_, best, k, target, deadline, settings):
         calls.append((k, settings.lr))
-        if k == 8 and settings.lr > tighten_upper.AdamSettings().lr:
+        if k == 8 and settings.lr > tighten_upper.TIGHTEN_SETTINGS.lr:
             return Witness(8, best.X[:, :8], best.Y[:, :8], "minimax", 0.0)
         return None
 
     monkeypatch.setattr(tighten_upper, "fit_rank", scripted)
-    settings = tighten_upper.AdamSettings(step_fraction=0.01)  # one-rank steps from the start
+    settings = replace(tighten_upper.TIGHTEN_SETTINGS, step_fraction=0.01)  # one-rank steps from the start
     log = []
     best = tighten_upper.descend_minimax(op, w, 0.25, 1, time.perf_counter() + 5, settings, log=log)
     lr, big = settings.lr, settings.lr * tighten_upper.RETRY_STEP_FACTOR

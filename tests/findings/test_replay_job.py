@@ -8,7 +8,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from softrank.fastpath.store.demo import build_demo_store
+from softrank.fastpath.demo import build_demo_store
 from softrank.findings.replay_job import FAIL_ON, ReplayJob, ReplaySummary, replay_store
 from softrank.validated.errors import InputError
 

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from softrank.fastpath.bracket.matrix import resolved as results_criterion
-from softrank.fastpath.store.demo import build_demo_store, frobenius_lower, tsvd_witness
+from softrank.fastpath.demo import build_demo_store, frobenius_lower, tsvd_witness
 from softrank.fastpath.float64 import rowsoftmax64
 from softrank.fastpath.store.writer import RecordWriter, write_index
 

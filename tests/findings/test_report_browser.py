@@ -84,7 +84,7 @@ class Dom(HTMLParser):
 
 def _decoder_block(store, rid, width, seed):
     from softrank.fastpath.float64 import rowsoftmax64
-    from softrank.fastpath.store.demo import frobenius_lower, tsvd_witness
+    from softrank.fastpath.demo import frobenius_lower, tsvd_witness
     from softrank.fastpath.store.writer import RecordWriter
 
     rng = np.random.default_rng(seed)
@@ -107,7 +107,7 @@ def page(tmp_path_factory) -> str:
     decoder blocks of widths 8, 16, 32 (so every kind of figure is drawn)."""
     from softrank.findings.replay_job import replay_store
     from softrank.findings.report import write_report
-    from softrank.fastpath.store.demo import DEMO_STYLE, build_demo_store
+    from softrank.fastpath.demo import DEMO_STYLE, build_demo_store
     from softrank.fastpath.store.writer import write_index
 
     root = tmp_path_factory.mktemp("browser")

@@ -6,7 +6,7 @@
 
 SOURCE_STORE is the default panel of ``softrank run`` (extracted, bracketed): nine SmolLM2-135M
 common-prefix blocks at N = 128 and the three smallest all-MiniLM-L6-v2 records are copied as they
-are; four synthetic operators come from ``softrank.fastpath.store.demo.build_demo_store`` (24 x 24, seed
+are; four synthetic operators come from ``softrank.fastpath.demo.build_demo_store`` (24 x 24, seed
 7); ten records come from the soundness corpus (accepted, rejected and one malformed record).
 """
 
@@ -33,7 +33,7 @@ FROM_CORPUS = [
 
 
 def make(source: Path, store: Path) -> None:
-    from softrank.fastpath.store.demo import build_demo_store
+    from softrank.fastpath.demo import build_demo_store
     from softrank.fastpath.store.writer import write_index
 
     (store / "records").mkdir(parents=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from softrank.fastpath.store.demo import build_demo_store
+from softrank.fastpath.demo import build_demo_store
 from softrank.pipeline.lock import LOCK, OutputLock
 from softrank.validated.errors import InputError
 

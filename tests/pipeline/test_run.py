@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from softrank.fastpath.store.demo import build_demo_store
+from softrank.fastpath.demo import build_demo_store
 from softrank.replay.reader import read_record
 
 RUN = ["run", "--reuse", "--eps", "0.25", "--no-progress"]

@@ -18,6 +18,21 @@ search.  The Python API (api/) never imports the command line (cli/), and neithe
 a private (``_``) name of the room.  Imports are read with ``ast`` (absolute, relative, inside functions, and
 ``importlib.import_module`` / ``__import__`` calls with a literal name).
 
+The front ends and the pipeline (cli/, api/, pipeline/) import of the producer only its public face,
+``PRODUCER_PUBLIC``: the float64 quantities, the worker runner, the atomic files and the record
+writer, the capture's entry points (extraction, live capture for the Python API, the model label,
+the panels), the bracket of one matrix and the bracket job, the tighten job and the demonstration
+store.  Inside the producer imports go down its floors (``PRODUCER_FLOORS``), never up and never
+across to another place on the same floor:
+
+    0  store/files.py (atomic files), float64.py, operator_cache.py   the shared bottom
+    1  runner.py (on the files), store/ (the record writer), upper/, lower/
+    2  capture/ (writes records through the writer)
+    3  bracket/ (the phases over upper/ and lower/, the job over a store)
+    4  tighten/ (starts from bracket's verdicts), demo.py (bracketed synthetic records)
+
+so store/ never imports capture/ or bracket/, and upper/ and lower/ never import each other.
+
 No module of the package imports itself back through others: the graph of module -> imported
 softrank modules has no circle.
 """
@@ -56,6 +71,32 @@ ALLOWED = {
     "pipeline": {"trusted", "search", "advisors", "fastpath", "findings", "pipeline", "root"},
 }
 FRONT_ENDS = ("cli", "api")
+# the producer's public face: the only producer modules (and the names in them) that the front ends
+# and the pipeline import; everything else under fastpath/ is free to change inside
+PRODUCER_PUBLIC = (
+    "softrank.fastpath.float64",  # the float64 quantities (row softmax, row l1 norms)
+    "softrank.fastpath.runner",  # the worker runner: journaled jobs over records, threads, clusters
+    "softrank.fastpath.store.files",  # atomic files, output-path guards, input reads
+    "softrank.fastpath.store.writer",  # the record writer and the store's index
+    "softrank.fastpath.capture.extract",  # extraction of a model into a store
+    "softrank.fastpath.capture.live",  # live capture for the Python API
+    "softrank.fastpath.capture.labels",  # the model label of a record
+    "softrank.fastpath.capture.panels",  # softrank run's panels
+    "softrank.fastpath.bracket.matrix",  # the bracket of one matrix
+    "softrank.fastpath.bracket.store",  # the bracket job over a store
+    "softrank.fastpath.tighten.store",  # the tighten job over a store
+    "softrank.fastpath.demo",  # the demonstration store
+)
+PUBLIC_ONLY = ("cli", "api", "pipeline")  # zones that may import only PRODUCER_PUBLIC of the producer
+# floors inside the producer: a place (a module or folder below fastpath/) imports only itself and
+# places on a lower floor (never a higher one, nor another place on its own floor)
+PRODUCER_FLOORS = {
+    "store/files": 0, "float64": 0, "operator_cache": 0,
+    "runner": 1, "store": 1, "upper": 1, "lower": 1,
+    "capture": 2,
+    "bracket": 3,
+    "tighten": 4, "demo": 4,
+}
 
 
 def _module_name(root: Path, file: Path) -> str:
@@ -135,6 +176,23 @@ def _private_room_names(root: Path, file: Path) -> list[str]:
             if alias and alias.startswith("_") and not alias.startswith("__") and zone_of_module(root, base) == "findings"]
 
 
+def _is_public(name: str) -> bool:
+    return any(name == m or name.startswith(m + ".") for m in PRODUCER_PUBLIC)
+
+
+def _producer_internals(root: Path, file: Path) -> list[str]:
+    """The producer modules FILE imports outside ``PRODUCER_PUBLIC`` (``from X import y``: public
+    when X.y or X is a public module or a name in one)."""
+    out = []
+    for base, alias in _imports(root, file):
+        if zone_of_module(root, base) != "fastpath":
+            continue
+        full = f"{base}.{alias}" if alias else base
+        if not (_is_public(full) or _is_public(base)):
+            out.append(full)
+    return out
+
+
 def violations(root: Path) -> list[str]:
     bad = []
     for part in CORE + ("advisors", "fastpath", "findings", "pipeline", "studies", "bench") + FRONT_ENDS:
@@ -146,6 +204,9 @@ def violations(root: Path) -> list[str]:
                 private = _private_room_names(root, file)
                 names = [n for n in names if n not in private]
                 bad += [f"{file.relative_to(root).as_posix()} imports {n} (private to the room)" for n in private]
+            if zone in PUBLIC_ONLY:
+                bad += [f"{file.relative_to(root).as_posix()} imports {n} (inside the producer)"
+                        for n in _producer_internals(root, file)]
             for name in names:
                 target = zone_of_module(root, name)
                 if target is not None:
@@ -184,7 +245,7 @@ def _tree(tmp_path: Path) -> Path:
     (tmp_path / "fastpath" / "clean.py").write_text(
         "import torch\nfrom softrank.replay import reader\nfrom softrank.oracle.search.nerve import signed_simplices\n")
     (tmp_path / "cli" / "clean.py").write_text(
-        "import rich\nfrom softrank.fastpath import bracket\nfrom softrank.findings.report import write_report\n"
+        "import rich\nfrom softrank.fastpath.bracket import store\nfrom softrank.findings.report import write_report\n"
         "from softrank.oracle.search import decide\n")
     (tmp_path / "findings" / "clean.py").write_text(
         "import json\nimport pyarrow as pa\nimport matplotlib\nfrom softrank.replay.engine import replay_record\n"
@@ -198,12 +259,12 @@ def _tree(tmp_path: Path) -> Path:
         "from softrank.oracle.search import witness\nfrom softrank.advisors import highs\nfrom softrank.validated import tau\n"
         "from softrank.findings.replay_table import read_parquet_rows\n")
     (tmp_path / "bench" / "clean.py").write_text(
-        "import pyarrow\nfrom softrank.cli.args import check_count\nfrom softrank.fastpath.store import demo\n"
+        "import pyarrow\nfrom softrank.cli.args import check_count\nfrom softrank.fastpath import demo\n"
         "from softrank.replay import engine\n")
     (tmp_path / "pipeline" / "clean.py").write_text(
         "import fcntl\nfrom softrank.fastpath.runner import Journal\nfrom softrank.findings.replay_job import ReplayJob\n"
         "from softrank.exact.tolerance import Tolerance\nfrom .clean import run\n")
-    (tmp_path / "cli" / "clean.py").write_text("import rich\nfrom softrank.fastpath import bracket\n"
+    (tmp_path / "cli" / "clean.py").write_text("import rich\nfrom softrank.fastpath.bracket import store\n"
                                                "from softrank.pipeline.run import run_pipeline\n")
     return tmp_path
 
@@ -297,6 +358,137 @@ def test_the_replay_command_does_not_load_the_producer():
             "print(sorted(m for m in ('torch', 'transformers', 'softrank.fastpath.bracket.matrix') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
+
+
+# ---------------------------------------------------------------- floors inside the producer
+
+def producer_place(root: Path, name: str) -> str | None:
+    """The place of a producer module: ``store/files`` or the first part below fastpath/ (a folder
+    or a top-level module); None for the package fastpath itself or a name outside the producer."""
+    parts = name.split(".")
+    if parts[:2] != ["softrank", "fastpath"] or len(parts) == 2:
+        return None
+    if parts[2:4] == ["store", "files"]:
+        return "store/files"
+    return parts[2]
+
+
+def _resolved(root: Path, file: Path) -> list[str]:
+    """The modules FILE imports: for ``from X import y`` X.y when that is a module (a file or a
+    package of the tree), else X."""
+    def is_module(name: str) -> bool:
+        rel = Path(*name.split(".")[1:])
+        return (root / rel).with_suffix(".py").is_file() or (root / rel / "__init__.py").is_file()
+    return [f"{base}.{alias}" if alias and is_module(f"{base}.{alias}") else base for base, alias in _imports(root, file)]
+
+
+def floor_violations(root: Path) -> list[str]:
+    """Every import inside the producer that goes to a higher floor or across to another place on
+    its own floor (``PRODUCER_FLOORS``), and every producer module whose place has no floor."""
+    bad = []
+    for file in sorted((root / "fastpath").rglob("*.py")):
+        rel = file.relative_to(root).as_posix()
+        here = producer_place(root, _module_name(root, file))
+        if here is None:
+            continue
+        if here not in PRODUCER_FLOORS:
+            bad.append(f"{rel}: {here} has no floor")
+            continue
+        for name in _resolved(root, file):
+            there = producer_place(root, name)
+            if there is None or there == here:
+                continue
+            if PRODUCER_FLOORS.get(there, len(PRODUCER_FLOORS)) >= PRODUCER_FLOORS[here]:
+                bad.append(f"{rel} imports {name} ({here} on floor {PRODUCER_FLOORS[here]}, "
+                           f"{there} on floor {PRODUCER_FLOORS.get(there)})")
+    return bad
+
+
+def test_the_producer_obeys_its_floors():
+    assert {producer_place(ROOT, _module_name(ROOT, f)) for f in (ROOT / "fastpath").rglob("*.py")} - {None} \
+        == set(PRODUCER_FLOORS)
+    assert floor_violations(ROOT) == []
+
+
+def _producer_tree(tmp_path: Path) -> Path:
+    """A producer in its places, each importing what the real one does (nothing above its floor)."""
+    files = {
+        "fastpath/__init__.py": "", "fastpath/store/__init__.py": "",
+        "fastpath/float64.py": "import numpy\n",
+        "fastpath/operator_cache.py": "import numpy\n",
+        "fastpath/store/files.py": "import os\n",
+        "fastpath/runner.py": "from softrank.fastpath.store.files import write_text\n",
+        "fastpath/store/writer.py": "from .files import write_csv\n",
+        "fastpath/upper/minimax.py": "from softrank.fastpath.float64 import MARGIN\nfrom ..operator_cache import OperatorCache\n",
+        "fastpath/upper/refine.py": "from .minimax import descend\n",
+        "fastpath/lower/decoder.py": "from softrank.fastpath.float64 import decoder_value\n",
+        "fastpath/capture/labels.py": "import re\n",
+        "fastpath/capture/operators.py": "from softrank.fastpath.store.writer import RecordWriter\n"
+                                         "from softrank.fastpath.float64 import rowsoftmax64\nfrom . import labels\n",
+        "fastpath/bracket/matrix.py": "from softrank.fastpath.upper import refine\nfrom softrank.fastpath.lower.decoder import grow\n",
+        "fastpath/bracket/store.py": "from softrank.fastpath.capture.labels import record_label\n"
+                                     "from softrank.fastpath.runner import RecordsJob\nfrom softrank.fastpath import store\n"
+                                     "from softrank.fastpath.store import writer\nfrom .matrix import bracket_matrix\n",
+        "fastpath/tighten/upper.py": "from softrank.fastpath.bracket.matrix import verdict\n"
+                                     "from softrank.fastpath.upper.minimax import DescentSettings\n",
+        "fastpath/demo.py": "from softrank.fastpath.bracket.matrix import BUDGETS\nfrom softrank.fastpath.store.writer import RecordWriter\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize("path, planted", [
+    ("fastpath/float64.py", "from softrank.fastpath.upper.minimax import adam_step\n"),
+    ("fastpath/operator_cache.py", "def f():\n    from .lower.decoder import grow\n"),
+    ("fastpath/operator_cache.py", "from softrank.fastpath import float64\n"),  # across its own floor
+    ("fastpath/store/files.py", "from softrank.fastpath.runner import Journal\n"),
+    ("fastpath/runner.py", "from softrank.fastpath.store.writer import RecordWriter\n"),
+    ("fastpath/upper/sneaky.py", "from softrank.fastpath.bracket.matrix import BUDGETS\n"),
+    ("fastpath/upper/sneaky.py", "from softrank.fastpath.lower import decoder\n"),  # across its own floor
+    ("fastpath/upper/sneaky.py", "import importlib\nm = importlib.import_module('softrank.fastpath.tighten.upper')\n"),
+    ("fastpath/lower/sneaky.py", "def f():\n    from ..tighten.upper import descend_minimax\n"),
+    ("fastpath/store/sneaky.py", "from softrank.fastpath.capture.labels import record_label\n"),
+    ("fastpath/store/sneaky.py", "from softrank.fastpath.bracket.matrix import verdict\n"),  # the old demo
+    ("fastpath/capture/sneaky.py", "from softrank.fastpath.bracket.store import BracketJob\n"),
+    ("fastpath/bracket/sneaky.py", "import softrank.fastpath.tighten.upper\n"),
+    ("fastpath/bracket/sneaky.py", "from softrank.fastpath.demo import build_demo_store\n"),
+    ("fastpath/tighten/sneaky.py", "from softrank.fastpath.demo import build_demo_store\n"),  # across its own floor
+    ("fastpath/newroom.py", "import numpy\n"),  # a place without a floor
+])
+def test_a_planted_floor_violation_is_caught(tmp_path, path, planted):
+    root = _producer_tree(tmp_path)
+    assert floor_violations(root) == []
+    (root / path).parent.mkdir(parents=True, exist_ok=True)
+    (root / path).write_text(planted)
+    found = floor_violations(root)
+    assert found and all(f.startswith(f"{path}") for f in found), found
+
+
+@pytest.mark.parametrize("folder, planted", [
+    ("cli", "from softrank.fastpath.upper.minimax import DescentSettings\n"),
+    ("cli", "from softrank.fastpath.capture import locate\n"),
+    ("cli", "def f():\n    from ..fastpath.tighten.upper import descend_minimax\n"),
+    ("api", "from softrank.fastpath.capture.session import valid_positions\n"),
+    ("api", "import softrank.fastpath.operator_cache\n"),
+    ("api", "import importlib\nm = importlib.import_module('softrank.fastpath.lower.decoder')\n"),
+    ("pipeline", "from softrank.fastpath.bracket import matrix_internals\n"),
+    ("pipeline", "from softrank.fastpath import capture\n"),
+])
+def test_a_front_end_reaching_inside_the_producer_is_caught(tmp_path, folder, planted):
+    root = _tree(tmp_path)
+    (root / "cli" / "public.py").write_text(
+        "from softrank.fastpath.store.files import atomic_write\nfrom softrank.fastpath.capture import panels\n"
+        "from softrank.fastpath.bracket.store import BracketJob\nimport softrank.fastpath.runner\n"
+        "from softrank.fastpath.tighten.store import tighten_store\nfrom softrank.fastpath.demo import DEMO_STYLE\n")
+    (root / "api" / "public.py").write_text(
+        "from softrank.fastpath.capture.live import capturing\nfrom softrank.fastpath.store.writer import RecordWriter\n")
+    assert violations(root) == []
+    (root / folder / "sneaky.py").write_text(planted)
+    found = violations(root)
+    assert found and all(f.startswith(f"{folder}/sneaky.py imports ") and f.endswith("(inside the producer)")
+                         for f in found), found
 
 
 # ---------------------------------------------------------------- no import circles

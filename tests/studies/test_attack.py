@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 
 from softrank.studies.attack.attack import attack_record
-from softrank.fastpath.store.demo import build_demo_store
+from softrank.fastpath.demo import build_demo_store
 from softrank.replay.engine import replay_record
 from softrank.replay.reader import list_records, read_record
 

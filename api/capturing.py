@@ -139,7 +139,9 @@ def capture(model, layers=None, family: str | None = None):
     ``cap.records(widths=[64])``.  ``layers`` restricts the layers kept; ``family`` names the
     provenance family (default: ``model.config.model_type``); it never changes what is captured."""
     require_torch()
-    from softrank.fastpath.capture.lens import is_lens_model
+    from softrank.fastpath.capture.lens import is_lens_model, unwrap
+
+    model = unwrap(model)  # an nnsight wrapper: its underlying module
 
     if is_lens_model(model):  # TransformerLens: its hook points (api/lens.py)
         from softrank.api.lens import capture_lens

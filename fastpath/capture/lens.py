@@ -1,4 +1,5 @@
-"""The TransformerLens route of the capture (route ``"transformer-lens"``; docs/extraction.md).
+"""The TransformerLens route of the capture (route ``"transformer-lens"``; docs/extraction.md),
+and :func:`unwrap` for models wrapped by nnsight.
 
 A ``HookedTransformer`` (and TransformerLens' other hooked models) computes, in every attention
 module, the logits fed to the softmax and exposes them at the hook point ``hook_attn_scores``
@@ -45,6 +46,14 @@ def is_lens_model(model) -> bool:
             and any(c.__name__ == "HookedRootModule" and c.__module__.startswith("transformer_lens")
                     for c in cls.__mro__)
             and not cls.__module__.startswith("transformer_lens.model_bridge"))
+
+
+def unwrap(model):
+    """The module an nnsight wrapper (``LanguageModel``, ``NNsight``: its ``_module``) runs; any
+    other model as it is.  Capture the wrapper once its weights are loaded (an in-memory model, or
+    ``dispatch=True``): a lazily loaded wrapper replaces its module on the first trace."""
+    inner = getattr(model, "_module", None) if type(model).__module__.startswith("nnsight") else None
+    return model if inner is None else inner
 
 
 def lens_problem(model) -> str:

@@ -110,9 +110,11 @@ def records_from_cache(cache, heads=None, batch: int | None = None, source_id: s
     ``cache["attn_scores", l]``, each checked against ``cache["pattern", l]`` (both must be cached).
     ``tokens``: the model's input, to name it by its SHA-256 as ``softrank.capture`` does; else
     ``source_id`` (default ``"cache"``)."""
-    from softrank.api.capturing import require_torch
-
-    require_torch()
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise ImportError("softrank.records_from_cache needs torch (not installed): "
+                          "pip install 'softrank[producer]'") from None
     from softrank.fastpath.capture.dispatch import input_digest
     from softrank.fastpath.capture.lens import calls_from_cache
 

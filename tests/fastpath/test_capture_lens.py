@@ -158,3 +158,13 @@ def test_bad_caches_are_input_errors(encoder):
     _, nothing = model.run_with_cache(tokens, names_filter=lambda name: name.endswith("hook_z"))
     with pytest.raises(InputError, match="no hook_attn_scores"):
         softrank.records_from_cache(nothing)
+
+
+def test_without_torch_records_from_cache_names_the_extra():
+    import subprocess
+    import sys
+
+    code = ("import sys\nsys.modules['torch'] = None\nimport softrank\ntry:\n    softrank.records_from_cache({})\n"
+            "except ImportError as err:\n    print(err)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0 and "needs torch" in proc.stdout and "softrank[producer]" in proc.stdout

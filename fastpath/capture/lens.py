@@ -152,7 +152,9 @@ def operators_for(call: LensCall, head: int, batch: int) -> LensOperator | Refus
     def refuse(reason):
         return Refusal(call.module, call.layer, head, batch, reason)
 
-    hidden = np.isneginf(s) | (s <= np.finfo(np.float32).min / 2)
+    floor = float(np.finfo(np.float16 if call.dtype == "float16" else np.float64 if call.dtype == "float64"
+                           else np.float32).min) / 2  # a mask added as the dtype's minimum (HookedEncoderDecoder)
+    hidden = np.isneginf(s) | (s <= floor)
     if np.any(np.isnan(s) | np.isposinf(s)):
         return refuse("the attention scores hold NaN or +inf")
     m, n = s.shape

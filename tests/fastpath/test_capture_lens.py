@@ -168,3 +168,41 @@ def test_without_torch_records_from_cache_names_the_extra():
             "except ImportError as err:\n    print(err)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0 and "needs torch" in proc.stdout and "softrank[producer]" in proc.stdout
+
+
+def test_a_hooked_encoder_with_right_padding():
+    cfg = lens.HookedTransformerConfig(n_layers=LAYERS, d_model=64, n_ctx=64, d_head=16, n_heads=HEADS, d_vocab=100,
+                                       act_fn="gelu", seed=0, attention_dir="bidirectional")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        encoder = lens.HookedEncoder(cfg).eval()
+    torch.manual_seed(0)
+    for p in encoder.parameters():  # a config-built HookedEncoder leaves its weights uninitialised
+        torch.nn.init.normal_(p, std=0.1)
+    tokens = torch.randint(0, 100, (2, 20), generator=torch.Generator().manual_seed(4))
+    mask = torch.ones(2, 20, dtype=torch.long)
+    mask[1, 12:] = 0  # item 1: 12 tokens, then padding (an additive -inf on the keys)
+    with softrank.capture(encoder) as cap:
+        encoder(tokens, one_zero_attention_mask=mask)
+    recs = cap.records()
+    assert len(recs) == LAYERS * HEADS * 2
+    for rec in recs:
+        item = rec.provenance["batch_item"]
+        assert rec.shape == ((20, 20) if item == 0 else (12, 12)) and "support" not in rec.provenance
+        assert rec.provenance["positions"] == [0, rec.shape[0]] and rec.provenance["capture_max_deviation"] <= 1e-5
+
+
+def test_a_key_value_cache_prefix_is_the_support_offset():
+    from transformer_lens.cache.key_value_cache import TransformerLensKeyValueCache
+
+    model = _model()
+    tokens = torch.randint(0, 100, (1, TOKENS), generator=torch.Generator().manual_seed(5))
+    kv = TransformerLensKeyValueCache.init_cache(model.cfg, model.cfg.device, 1)
+    model(tokens[:, :30], past_kv_cache=kv, attention_mask=torch.ones(1, 30, dtype=torch.long))
+    with softrank.capture(model) as cap:  # 10 new queries over 40 keys
+        model(tokens[:, 30:], past_kv_cache=kv, attention_mask=torch.ones(1, 10, dtype=torch.long))
+    for call in cap.captures:
+        for head in range(HEADS):
+            op = operators_for(call, head, 0)
+            assert op.logits.shape == (10, TOKENS) and op.support == {"form": "causal", "offset": 30}
+            assert op.positions() == [30, TOKENS] and op.deviation <= 1e-5

@@ -17,7 +17,7 @@ a model with attention sinks (its pattern rows sum to less than 1).
 
 :class:`LensSession` records ``(scores, pattern)`` of a live model by forward hooks on its hook
 points (removed on exit); :func:`calls_from_cache` reads them from a ``run_with_cache`` cache.
-Torch-free at import except where a tensor is handled; never imports transformer_lens.
+Never imports transformer_lens or nnsight: a model is recognised by its classes.
 """
 
 from __future__ import annotations

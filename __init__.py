@@ -10,7 +10,7 @@ Components (all under this namespace):
 
 The Python API (docs/python.md) is exported lazily, so that ``import softrank`` stays light (no
 numpy, no torch) and ``softrank replay`` never imports torch:
-``Record``, ``bracket``, ``validate``, ``Store``, ``capture``, ``results`` / ``Results`` and
+``Record``, ``bracket``, ``validate``, ``Store``, ``capture``, ``records_from_cache``, ``results`` / ``Results`` and
 ``report`` (``softrank.api``) and the exact
 oracle's ``decide`` and ``profile`` (``softrank.oracle.search``).
 """
@@ -27,11 +27,12 @@ _EXPORTS = {
     "Results": "softrank.api",
     "results": "softrank.api",
     "report": "softrank.api",
+    "records_from_cache": "softrank.api",
     "decide": "softrank.oracle.search",
     "profile": "softrank.oracle.search",
 }
 __all__ = ["Record", "Results", "Store", "Validation", "__version__", "bracket", "capture", "decide", "profile",
-           "report", "results", "validate"]
+           "records_from_cache", "report", "results", "validate"]
 
 
 def __getattr__(name: str):

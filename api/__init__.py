@@ -15,9 +15,10 @@ from softrank.api.checks import (
            check_record,
            validate,
 )
+from softrank.api.lens import records_from_cache
 from softrank.api.records import Record
 from softrank.api.results import Results, report, results
 from softrank.api.store import Store
 
 __all__ = ["Captured", "Record", "Results", "Store", "ValidatedTolerance", "Validation", "bracket", "capture",
-           "check_record", "report", "results", "validate"]
+           "check_record", "records_from_cache", "report", "results", "validate"]

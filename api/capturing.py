@@ -137,6 +137,16 @@ def capture(model, layers=None, family: str | None = None):
     ``cap.records(widths=[64])``.  ``layers`` restricts the layers kept; ``family`` names the
     provenance family (default: ``model.config.model_type``); it never changes what is captured."""
     require_torch()
+    from softrank.fastpath.capture.lens import is_lens_model, unwrap
+
+    model = unwrap(model)  # an nnsight wrapper: its underlying module
+
+    if is_lens_model(model):  # TransformerLens: its hook points (api/lens.py)
+        from softrank.api.lens import capture_lens
+
+        with capture_lens(model, layers=layers, family=family) as cap:
+            yield cap
+        return
     from softrank.fastpath.capture.live import capturing
 
     with capturing(model, family=family, layers=None if layers is None else set(layers)) as session:

@@ -80,6 +80,7 @@ PRODUCER_PUBLIC = (
     "softrank.fastpath.store.writer",  # the record writer and the store's index
     "softrank.fastpath.capture.extract",  # extraction of a model into a store
     "softrank.fastpath.capture.live",  # live capture for the Python API
+    "softrank.fastpath.capture.lens",  # live capture of TransformerLens (and nnsight-wrapped) models
     "softrank.fastpath.capture.labels",  # the model label of a record
     "softrank.fastpath.capture.panels",  # softrank run's panels
     "softrank.fastpath.bracket.matrix",  # the bracket of one matrix

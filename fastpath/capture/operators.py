@@ -89,6 +89,8 @@ class Operator:
     mask: np.ndarray | None = None  # native operators: (m, N) bool, True where the query sees the key
     support: dict | None = None  # its compact description (``support_of_mask``)
     sliding_window: int | None = None  # the window the module passed with the call (provenance)
+    route: str = "attention-interface"  # the capture route that made it (provenance ``route``)
+    checks: dict | None = None  # the route's own checks of the call (provenance)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -150,7 +152,8 @@ def _operator(cap: Capture, head: int, batch: int, rows, cols, attention: str, w
                   dtype=cap.dtype, device=cap.device, id_part=cap.id_part, call=cap.call, rows=rows, cols=cols,
                   model_logits=model_logits, mask=mask,
                   support=None if mask is None else support_dict(support_of_mask(mask)),  # a dict from either helper
-                  sliding_window=cap.sliding_window if mask is not None else None)
+                  sliding_window=cap.sliding_window if mask is not None else None,
+                  route=cap.route, checks=dict(cap.checks))
     op.deviation = deviation(cap, op)
     return op
 
@@ -291,6 +294,8 @@ def provenance(op: Operator, *, model: str, family: str, checkpoint_sha256: str 
         prov["support"] = op.support["form"]
         if op.sliding_window is not None:
             prov["sliding_window"] = op.sliding_window  # the module's own window; the support is its mask's
+    prov["route"] = op.route
+    prov.update(op.checks or {})
     prov["capture_max_deviation"] = op.deviation
     prov["capture_tolerance"] = tolerance(op.dtype)
     return prov

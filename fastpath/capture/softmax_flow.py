@@ -99,8 +99,8 @@ def resolve(state: RouteState, entry: Entry, used: torch.Tensor) -> None:
     ref = masked_softmax64(entry.logits, entry.hidden)
     rows = ~entry.hidden.all(dim=-1)  # a row with no visible key (padding) is never recorded
     dev = float((probs - ref).abs()[rows].max()) if bool(rows.any()) else 0.0
-    dt = coarser(entry.dtype, used.dtype)
-    tol = tolerance(dtype_name(dt))
+    dt = coarser(entry.dtype, used.dtype)  # the model's precision of the call (provenance capture_dtype)
+    tol = tolerance(dtype_name(used.dtype))  # the rounding of the probabilities used
     if not dev <= tol:
         state.refuse(entry.module, f"the probabilities used differ from the softmax of its input by {dev:.3g} > "
                                    f"{tol:g} (changed after the softmax read its input)")

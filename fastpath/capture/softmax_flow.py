@@ -1,9 +1,10 @@
 """Following a softmax's output to the matmul with values (the softmax route, ``softmax_route.py``).
 
 The probabilities stay *exact* through value-preserving steps (``PRESERVING`` with the last two
-axes kept, dropout in eval mode or with p = 0); any other step makes its output *changed*
-(``tainted``), and an in-place step on them is a change too.  At the first matmul that takes
-them (``MATMUL``) the call is resolved (:func:`resolve`): recorded when they are exact, on the
+axes kept, dropout in eval mode or with p = 0); any other step whose output keeps the shape of
+the last two axes makes it *changed* (``tainted``), and an in-place step on them is a change too.
+At the first matmul that takes them (``MATMUL``; a changed tensor only in the probabilities'
+place) the call is resolved (:func:`resolve`): recorded when they are exact, on the
 left (the product contracts the softmax's axis; for ``einsum``, exactly that axis), and equal,
 as a whole matrix, to the float64 softmax of the recorded logits within ``tolerance(dtype)`` of
 the coarser of the input's and the used probabilities' dtypes; refused otherwise.
@@ -69,8 +70,8 @@ def on_matmul(state: RouteState, func, args, kwargs):
         if hit is None:
             continue
         (tensor, entry, *step), exact = hit
-        if entry.done:
-            continue
+        if entry.done or (not exact and left is not None and index != left):
+            continue  # a changed tensor in the values' place is not the probabilities
         entry.done = True
         if not exact:
             entry.problem = entry.problem or (f"the probabilities are changed ({step[0]}) between the softmax and "
@@ -138,9 +139,9 @@ def on_other(state: RouteState, func, args, kwargs):
         keeps = exact and func in PRESERVING and out.shape[-2:] == src.shape[-2:] and out.numel() == src.numel()
         if keeps:
             state.exact[id(out)] = (out, entry)
-        elif out is not src:
+        elif out is not src and out.shape[-2:] == src.shape[-2:]:  # still shaped like the probabilities
             state.tainted[id(out)] = (out, entry, getattr(func, "__name__", str(func)))
-        else:  # an in-place change of the probabilities: the values check at the matmul sees it
+        elif out is src:  # an in-place change of the probabilities: the values check at the matmul sees it
             entry.problem = entry.problem or f"the probabilities are changed in place ({getattr(func, '__name__', func)})"
         break
     return out

@@ -139,6 +139,8 @@ class Probe(nn.Module):
              "bfloat16": lambda: F.softmax(h.bfloat16(), dim=-1).float(),
              "bfloat16-upcast": lambda: torch.softmax(h.bfloat16(), -1, dtype=torch.float32),
              "3d": lambda: F.softmax(h.reshape(-1, h.shape[-2], h.shape[-1]), dim=-1)}.get(mode, lambda: F.softmax(h, -1))()
+        if mode == "input-changed":  # the logits change after the softmax read them: the record is what it read
+            h.add_(torch.randn_like(h))
         if mode == "temperature":
             a = a / 0.7
         if mode == "in-place":
@@ -161,7 +163,7 @@ def _probe_reference(model, x):
     return torch.softmax(q.double() @ k.double().transpose(-1, -2) / math.sqrt(8), dim=-1).numpy()
 
 
-@pytest.mark.parametrize("mode", ["ok", "einsum", "bfloat16-upcast", "3d"])
+@pytest.mark.parametrize("mode", ["ok", "einsum", "bfloat16-upcast", "3d", "input-changed"])
 def test_a_users_softmax_is_captured(mode):
     model, x = Probe(mode).eval(), torch.randn(1, TOKENS, 32, generator=torch.Generator().manual_seed(2))
     recs, warned = _capture(model, x)
@@ -251,3 +253,30 @@ def test_the_mode_and_hooks_are_gone_after_the_block():
     with softrank.capture(model) as cap, torch.no_grad():
         model(x)
     assert len(cap.captures) == 1 and not torch.overrides._is_torch_function_mode_enabled()
+
+
+def test_softrank_run_on_saved_xglm_and_deberta(tmp_path, capsys):
+    from softrank.cli import main
+    from softrank.replay.reader import list_records, read_record
+
+    texts = tmp_path / "texts.txt"
+    texts.write_text("The first paragraph is about attention operators and their rank.\n\n"
+                     "A second paragraph, a little longer, about low-rank certificates for softmax attention.\n")
+    torch.manual_seed(0)
+    saved = {"xglm": transformers.XGLMForCausalLM(transformers.XGLMConfig(
+        vocab_size=99, d_model=32, num_layers=2, attention_heads=4, ffn_dim=37, max_position_embeddings=128)),
+        "deberta-v2": transformers.DebertaV2ForMaskedLM(transformers.DebertaV2Config(
+            vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+            max_position_embeddings=128, relative_attention=True, pos_att_type=["c2p", "p2c"], position_buckets=8,
+            max_relative_positions=16))}
+    for name, model in saved.items():
+        folder = tmp_path / f"tiny-{name}"
+        model.save_pretrained(folder)
+        out = tmp_path / f"out-{name}"
+        code = main(["run", "--model", str(folder), "--texts", str(texts), "--layers", "1", "--heads", "0,3",
+                     "--eps", "0.25", "--jobs", "1", "--out", str(out), "--no-progress"])
+        assert code == 0, capsys.readouterr().err
+        records = [read_record(p) for p in list_records(out / "store")]
+        assert len(records) == 4 and {r.provenance["route"] for r in records} == {"softmax"}
+        assert all(r.provenance["capture_max_deviation"] < EXACT for r in records)
+        assert (out / "report.html").is_file()

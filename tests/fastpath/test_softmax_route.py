@@ -110,6 +110,27 @@ def test_a_padded_batch_drops_the_padding():
         assert float(np.abs(rec.a_hat - _block(ref[rec.provenance["layer"]], rec, valid)).max()) < EXACT
 
 
+# float16 / bfloat16: captured where the softmax evaluates in float32 from the half logits, else refused
+LOW_PRECISION = {("xglm", "float16"): 8, ("xglm", "bfloat16"): 0, ("mpt", "float16"): 8, ("mpt", "bfloat16"): 8,
+                 ("deberta-v2", "float16"): 0, ("deberta-v2", "bfloat16"): 0}
+
+
+@pytest.mark.parametrize("name,dtype", sorted(LOW_PRECISION))
+def test_low_precision_models_are_captured_or_refused(name, dtype):
+    model = MODELS[name]().to(getattr(torch, dtype))
+    recs, warned = _capture(model, input_ids=_ids())
+    assert len(recs) == LOW_PRECISION[(name, dtype)]
+    if not recs:
+        assert len(warned) == 2 and all(f"softmax evaluated in {dtype}" in w for w in warned)
+        return
+    assert warned == [] and {r.provenance["capture_dtype"] for r in recs} == {dtype}
+    with torch.no_grad():
+        ref = model(input_ids=_ids(), output_attentions=True).attentions
+    for rec in recs:  # the model's probabilities are rounded to its dtype: within its tolerance
+        dev = float(np.abs(rec.a_hat - _block(ref[rec.provenance["layer"]].float(), rec)).max())
+        assert dev <= rec.provenance["capture_tolerance"] and dev < 2e-3
+
+
 def test_the_interface_route_is_still_first():
     model = _build(transformers.LlamaModel, transformers.LlamaConfig(
         vocab_size=97, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=37,

@@ -232,9 +232,9 @@ class SoftmaxMode(TorchFunctionMode):
 
 
 def _hooks(model, state: RouteState) -> list:
-    def pre(module, args):
+    def pre(module, args, kwargs):
         if not state.stack:
-            first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+            first = next((a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)), None)
             state.batch = int(first.shape[0]) if first is not None and first.dim() > 1 else None
         if is_attention_module(state.names.get(id(module), ""), module) and not state.outer:
             state.outer.append((module, state.seen))
@@ -250,7 +250,7 @@ def _hooks(model, state: RouteState) -> list:
                                      "(a fused kernel with no logits)")
     handles = []
     for mod in model.modules():
-        handles.append(mod.register_forward_pre_hook(pre))
+        handles.append(mod.register_forward_pre_hook(pre, with_kwargs=True))
         handles.append(mod.register_forward_hook(post, always_call=True))
     return handles
 

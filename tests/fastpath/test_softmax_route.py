@@ -301,3 +301,31 @@ def test_softrank_run_on_saved_xglm_and_deberta(tmp_path, capsys):
         assert len(records) == 4 and {r.provenance["route"] for r in records} == {"softmax"}
         assert all(r.provenance["capture_max_deviation"] < EXACT for r in records)
         assert (out / "report.html").is_file()
+
+
+@pytest.mark.parametrize("name", ["xglm", "mpt"])
+def test_native_operators_through_extraction(name, tmp_path):
+    from softrank.fastpath.capture.extract import extract_to_store
+    from softrank.fastpath.capture.models import wrap_model
+    from softrank.replay.reader import read_record
+
+    model = MODELS[name]()
+    with pytest.warns(UserWarning, match="byte"):
+        lm = wrap_model(model, name=name)
+    ids = extract_to_store(lm, tmp_path, sources=1, tokens=TOKENS, operators="native")
+    recs = [read_record(tmp_path / "records" / rid) for rid in ids]
+    assert len(recs) == 2 * 4 and {r.provenance["support"] for r in recs} == {"causal"}
+    passage = _first_passage()
+    assert {r.provenance["source_id"] for r in recs} == {passage.source_id}
+    text_ids = torch.tensor([lm.encode_text(passage.text, TOKENS)])
+    with torch.no_grad():
+        ref = model(input_ids=text_ids, output_attentions=True).attentions
+    for rec in recs:  # the whole matrix, zeros included
+        p = ref[rec.provenance["layer"]][0, rec.provenance["head"]].double().numpy()
+        assert rec.shape == (TOKENS, TOKENS) and float(np.abs(rec.a_hat - p).max()) < EXACT
+
+
+def _first_passage():
+    from softrank.fastpath.capture.sources import stdlib_passages
+
+    return stdlib_passages(1, 0)[0]

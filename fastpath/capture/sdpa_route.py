@@ -44,8 +44,7 @@ def call_arguments(args, kwargs) -> dict:
     return given
 
 
-def on_sdpa(state, func, args, kwargs):
-    out = func(*args, **kwargs)
+def on_sdpa(state, func, args, kwargs, out):
     module, _ = state.attention_module()
     try:
         problem, cap = _capture(call_arguments(args, kwargs), out, state.route_name("sdpa"))
@@ -55,7 +54,6 @@ def on_sdpa(state, func, args, kwargs):
         state.refuse(module, problem)
     else:
         state.add(module, cap)
-    return out
 
 
 def _capture(a: dict, out, route: str) -> tuple[str, dict | None]:

@@ -62,8 +62,7 @@ def _operands(func, args):
     return [args[0], args[1]], 0
 
 
-def on_matmul(state: RouteState, func, args, kwargs):
-    out = func(*args, **kwargs)
+def on_matmul(state: RouteState, func, args, kwargs, out):
     ops, left = _operands(func, args)
     for index, operand in enumerate(ops):
         hit = state.lookup(operand)
@@ -83,7 +82,6 @@ def on_matmul(state: RouteState, func, args, kwargs):
             entry.problem = entry.problem or ("the probabilities are multiplied on the wrong side: the product "
                                               "contracts another axis than the softmax's")
         resolve(state, entry, tensor)
-    return out
 
 
 def resolve(state: RouteState, entry: Entry, used: torch.Tensor) -> None:
@@ -113,8 +111,7 @@ def resolve(state: RouteState, entry: Entry, used: torch.Tensor) -> None:
         "checks": {"capture_softmax_deviation": dev, "capture_softmax_tolerance": tol}})
 
 
-def on_dropout(state: RouteState, func, args, kwargs):
-    out = func(*args, **kwargs)
+def on_dropout(state: RouteState, func, args, kwargs, out):
     hit = state.lookup(args[0] if args else kwargs.get("input"))
     if hit is not None:
         (_, entry, *_), exact = hit
@@ -124,13 +121,11 @@ def on_dropout(state: RouteState, func, args, kwargs):
             entry.problem = entry.problem or f"dropout {p} in training mode changes the operator at random"
         else:
             (state.exact if exact else state.tainted)[id(out)] = (out, entry, *hit[0][2:])
-    return out
 
 
-def on_other(state: RouteState, func, args, kwargs):
-    out = func(*args, **kwargs)
+def on_other(state: RouteState, func, args, kwargs, out):
     if not isinstance(out, torch.Tensor) or (not state.exact and not state.tainted):
-        return out
+        return
     for arg in list(args) + list(kwargs.values()):
         hit = state.lookup(arg)
         if hit is None:
@@ -144,4 +139,3 @@ def on_other(state: RouteState, func, args, kwargs):
         elif out is src:  # an in-place change of the probabilities: the values check at the matmul sees it
             entry.problem = entry.problem or f"the probabilities are changed in place ({getattr(func, '__name__', func)})"
         break
-    return out

@@ -48,7 +48,7 @@ from torch.overrides import TorchFunctionMode
 
 from softrank.fastpath.capture import mha_route, sdpa_route
 from softrank.fastpath.capture.softmax_flow import DROPOUT, MATMUL, on_dropout, on_matmul, on_other
-from softrank.fastpath.capture.session import Capture, causal_like, dtype_name, valid_positions
+from softrank.fastpath.capture.session import Capture, CaptureComplete, causal_like, dtype_name, valid_positions
 
 _ATTN_RE = re.compile(r"attention|attn", re.IGNORECASE)
 SOFTMAX = (torch.softmax, F.softmax, torch.Tensor.softmax, torch.special.softmax)
@@ -121,6 +121,14 @@ class RouteState:
         return None
 
     # -- results
+    def failed(self, module, reason: str) -> None:
+        """A call the route could not read: refused, and every probability it follows is dropped."""
+        for table in (self.exact, self.tainted):
+            for key, (_, entry, *_) in list(table.items()):
+                if not entry.done and entry.module is module:
+                    entry.problem = entry.problem or reason
+        self.refuse(module, reason)
+
     def refuse(self, module, reason: str) -> None:
         if self.session.wanted(module) is not None:
             self.session.refuse(module, reason)
@@ -162,11 +170,10 @@ def _softmax_args(func, args, kwargs):
     return x, dim, dtype
 
 
-def on_softmax(state: RouteState, func, args, kwargs):
-    out = func(*args, **kwargs)
+def on_softmax(state: RouteState, func, args, kwargs, out):
     x, dim, dtype = _softmax_args(func, args, kwargs)
     if not isinstance(x, torch.Tensor) or x.dim() < 2 or not x.is_floating_point():
-        return out
+        return
     state.seen += 1
     module, named = state.attention_module()
     n = x.dim()
@@ -201,7 +208,6 @@ def on_softmax(state: RouteState, func, args, kwargs):
     state.entries.append(entry)
     if isinstance(out, torch.Tensor):
         state.exact[id(out)] = (out, entry)
-    return out
 
 
 class SoftmaxMode(TorchFunctionMode):
@@ -216,19 +222,23 @@ class SoftmaxMode(TorchFunctionMode):
         st = self.state
         if not st.stack:
             return func(*args, **kwargs)
-        if func in SOFTMAX:
-            return on_softmax(st, func, args, kwargs)
-        if func is F.scaled_dot_product_attention:
-            st.seen += 1
-            return sdpa_route.on_sdpa(st, func, args, kwargs)
         if func is F.multi_head_attention_forward:
             with self:
                 return mha_route.forward(*args, **kwargs)
-        if func in MATMUL:
-            return on_matmul(st, func, args, kwargs)
-        if func in DROPOUT:
-            return on_dropout(st, func, args, kwargs)
-        return on_other(st, func, args, kwargs)
+        handler = on_softmax if func in SOFTMAX else sdpa_route.on_sdpa if func is F.scaled_dot_product_attention \
+            else on_matmul if func in MATMUL else on_dropout if func in DROPOUT else on_other
+        out = func(*args, **kwargs)  # the model's own call, unchanged
+        if handler is sdpa_route.on_sdpa:
+            st.seen += 1
+        try:
+            handler(st, func, args, kwargs, out)
+        except CaptureComplete:
+            raise
+        except Exception as err:  # noqa: BLE001  (the capture may fail; the model's pass may not)
+            module, _ = st.attention_module()
+            st.failed(module, f"the softmax route cannot read a {getattr(func, '__name__', func)} call "
+                              f"({type(err).__name__}: {(str(err).splitlines() or [''])[0]})")
+        return out
 
 
 def _hooks(model, state: RouteState) -> list:

@@ -329,3 +329,22 @@ def _first_passage():
     from softrank.fastpath.capture.sources import stdlib_passages
 
     return stdlib_passages(1, 0)[0]
+
+
+def test_a_call_the_route_cannot_read_is_refused_and_the_pass_goes_on(monkeypatch):
+    from softrank.fastpath.capture import softmax_route
+
+    def boom(_):
+        raise TypeError("unreadable")
+
+    model, x = Probe().eval(), torch.randn(1, TOKENS, 32)
+    with torch.no_grad():
+        expected = model(x)
+    monkeypatch.setattr(softmax_route, "hidden_entries", boom)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with softrank.capture(model) as cap, torch.no_grad():
+            out = model(x)
+    assert torch.equal(out, expected) and cap.records() == []
+    warned = [str(w.message) for w in caught if issubclass(w.category, CaptureWarning)]
+    assert len(warned) == 1 and "cannot read a softmax call (TypeError: unreadable)" in warned[0]

@@ -124,7 +124,7 @@ class RouteState:
     def failed(self, module, reason: str) -> None:
         """A call the route could not read: refused, and every probability it follows is dropped."""
         for table in (self.exact, self.tainted):
-            for key, (_, entry, *_) in list(table.items()):
+            for _, entry, *_ in list(table.values()):
                 if not entry.done and entry.module is module:
                     entry.problem = entry.problem or reason
         self.refuse(module, reason)

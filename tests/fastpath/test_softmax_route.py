@@ -348,3 +348,12 @@ def test_a_call_the_route_cannot_read_is_refused_and_the_pass_goes_on(monkeypatc
     assert torch.equal(out, expected) and cap.records() == []
     warned = [str(w.message) for w in caught if issubclass(w.category, CaptureWarning)]
     assert len(warned) == 1 and "cannot read a softmax call (TypeError: unreadable)" in warned[0]
+
+
+def test_a_transformers_model_in_training_mode_with_attention_dropout_is_refused():
+    torch.manual_seed(0)
+    model = transformers.XGLMModel(transformers.XGLMConfig(
+        vocab_size=97, d_model=32, num_layers=2, attention_heads=4, ffn_dim=37, max_position_embeddings=64,
+        attention_dropout=0.1)).train()
+    recs, warned = _capture(model, input_ids=_ids())
+    assert recs == [] and len(warned) == 2 and all("dropout 0.1 in training mode" in w for w in warned)

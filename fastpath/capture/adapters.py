@@ -60,7 +60,7 @@ def _bloom(session: CaptureSession, module, args, kwargs, output) -> None:
         return
     b, h = q.shape[0], q.shape[1]
     bias = alibi.reshape(b, h, 1, -1) * module.beta if alibi is not None else None
-    session.record(module, q, k, mask, module.inv_norm_factor, probs=probs, bias=bias)
+    session.record(module, q, k, mask, module.inv_norm_factor, probs=probs, bias=bias, route="adapter")
 
 
 def _falcon_split(module, fused):
@@ -106,11 +106,11 @@ def _falcon(session: CaptureSession, module, args, kwargs, output) -> None:
         cos, sin = _arg(args, kwargs, 7, "position_embeddings")
         apply = getattr(sys.modules[type(module).__module__], "apply_rotary_pos_emb")
         q, k = apply(q, k, cos, sin)
-        session.record(module, q, k, mask, 1.0 / math.sqrt(module.head_dim), probs=probs)
+        session.record(module, q, k, mask, 1.0 / math.sqrt(module.head_dim), probs=probs, route="adapter")
         return
     scale = module.inv_norm_factor
     bias = alibi.reshape(b, module.num_heads, 1, -1).to(torch.float64) * scale
-    session.record(module, q, k, mask, scale, probs=probs, bias=bias)
+    session.record(module, q, k, mask, scale, probs=probs, bias=bias, route="adapter")
 
 
 # (modeling module, class name) -> hook

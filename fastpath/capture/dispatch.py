@@ -39,7 +39,7 @@ from contextlib import contextmanager, nullcontext
 
 import torch
 
-from softrank.fastpath.capture import adapters
+from softrank.fastpath.capture import adapters, softmax_route
 from softrank.fastpath.capture.session import (  # noqa: F401  (re-exported: the capture's public names)
     _ACTIVE,
     Capture,
@@ -148,7 +148,10 @@ def capture_family(model) -> tuple[str | None, str]:
 
 
 def capture_problem(model) -> str:
-    """Why ``model``'s attention cannot be captured at all, or '' (nothing is switched)."""
+    """Why ``model``'s attention cannot be captured at all, or '' (nothing is switched); any
+    ``torch.nn.Module`` outside the interface and the adapters has the softmax route."""
+    if isinstance(model, torch.nn.Module):
+        return ""
     _, problem = capture_family(model)
     if problem or adapters.adapter_modules(model):
         return problem
@@ -223,7 +226,7 @@ def _watch_calls(model, session) -> tuple[list[int], list]:
         calls[0] += 1
 
     handles = [m.register_forward_pre_hook(hook, with_kwargs=True) for m in model.modules()
-               if getattr(m, "config", None) is not None]
+               if getattr(m, "config", None) is not None or m is model]
     return calls, handles
 
 
@@ -252,6 +255,9 @@ def capturing(model, family: str | None = None, layers: set[int] | None = None, 
             hooks = adapters.install(model, active_session)
         else:
             saved, problem = switch_to_capture(model)
+    fallback = bool(problem) and isinstance(model, torch.nn.Module)  # the softmax route (softmax_route.py)
+    if fallback:
+        problem, family = "", family or softmax_route.family_of(model)
     if problem:
         warnings.warn(f"softrank capture: {problem}; nothing is recorded", CaptureWarning, stacklevel=3)
     session = CaptureSession(model, family or "", layers, stop_early, select, extra) if not problem else \
@@ -259,7 +265,8 @@ def capturing(model, family: str | None = None, layers: set[int] | None = None, 
     session.input_sha256 = None
     calls, handles = _watch_calls(model, session) if not problem else ([0], [])
     try:
-        with torch.no_grad(), (nullcontext() if problem else session):
+        with torch.no_grad(), (nullcontext() if problem else session), \
+                (softmax_route.softmax_capturing(model, session) if fallback else nullcontext()):
             try:
                 yield session
             except CaptureComplete:
@@ -270,7 +277,8 @@ def capturing(model, family: str | None = None, layers: set[int] | None = None, 
         restore_attention(saved)
     if not problem and calls[0] and not session.captures and not session.refused:
         warnings.warn("softrank capture: the model ran but no attention call reached the capture "
-                      "(its attention modules do not use transformers' attention interface, or no wanted layer ran); "
+                      "(no attention call through transformers' attention interface, and no softmax or "
+                      "scaled_dot_product_attention whose output reached values, or no wanted layer ran); "
                       "nothing is recorded", CaptureWarning, stacklevel=3)
 
 

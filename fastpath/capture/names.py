@@ -75,7 +75,7 @@ class ModuleNames:
         self.per_slot = per_slot
 
     def name_of(self, module) -> str:
-        return self.names.get(id(module), type(module).__name__)
+        return self.names.get(id(module)) or type(module).__name__  # the root module: its class name
 
     def describe(self, name: str, module) -> tuple[int, bool, str]:
         """(layer, cross, record-id qualifier) of a module."""

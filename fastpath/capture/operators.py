@@ -43,6 +43,7 @@ from softrank.fastpath.store.writer import RecordWriter
 BLOCK_WIDTHS = (64, 128, 256, 512)
 OPERATOR_KINDS = ("blocks", "native", "both")  # what a causal self-attention call gives
 PRODUCER = "softrank.fastpath.extract"
+INTERFACE_ROUTE = "attention-interface"  # the first route: its records carry no provenance ``route``
 
 # Largest accepted deviation |rowsoftmax(record) - the model's attention probabilities| per model
 # dtype (docs/extraction.md).  float32: the record's logits are computed in float64 from the
@@ -89,6 +90,8 @@ class Operator:
     mask: np.ndarray | None = None  # native operators: (m, N) bool, True where the query sees the key
     support: dict | None = None  # its compact description (``support_of_mask``)
     sliding_window: int | None = None  # the window the module passed with the call (provenance)
+    route: str = "attention-interface"  # the capture route that made it (provenance ``route``; none: INTERFACE_ROUTE)
+    checks: dict | None = None  # the route's own checks of the call (provenance)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -150,7 +153,8 @@ def _operator(cap: Capture, head: int, batch: int, rows, cols, attention: str, w
                   dtype=cap.dtype, device=cap.device, id_part=cap.id_part, call=cap.call, rows=rows, cols=cols,
                   model_logits=model_logits, mask=mask,
                   support=None if mask is None else support_dict(support_of_mask(mask)),  # a dict from either helper
-                  sliding_window=cap.sliding_window if mask is not None else None)
+                  sliding_window=cap.sliding_window if mask is not None else None,
+                  route=cap.route, checks=dict(cap.checks))
     op.deviation = deviation(cap, op)
     return op
 
@@ -291,6 +295,9 @@ def provenance(op: Operator, *, model: str, family: str, checkpoint_sha256: str 
         prov["support"] = op.support["form"]
         if op.sliding_window is not None:
             prov["sliding_window"] = op.sliding_window  # the module's own window; the support is its mask's
+    if op.route != INTERFACE_ROUTE:  # the first route's records keep the bytes of earlier versions
+        prov["route"] = op.route
+    prov.update(op.checks or {})
     prov["capture_max_deviation"] = op.deviation
     prov["capture_tolerance"] = tolerance(op.dtype)
     return prov

@@ -82,6 +82,8 @@ class Capture:
     call: int = 0  # how many earlier calls of the same module this pass made (weight-shared layers)
     query_valid: list | None = field(default=None, repr=False)  # cross-attention: valid query rows per item
     sliding_window: int | None = None  # the window the module passed (its mask applies it; provenance only)
+    route: str = "attention-interface"  # which capture route made it (provenance ``route``)
+    checks: dict = field(default_factory=dict)  # the route's own checks of the call (provenance)
 
     @property
     def num_heads(self) -> int:
@@ -269,7 +271,8 @@ class CaptureSession:
 
     def record(self, module, query: torch.Tensor, key: torch.Tensor, attention_mask, scaling, *,
                probs: torch.Tensor, position_bias: torch.Tensor | None = None, bias: torch.Tensor | None = None,
-               softcap: float | None = None, eager_logits: bool = False, sliding_window=None) -> None:
+               softcap: float | None = None, eager_logits: bool = False, sliding_window=None,
+               route: str = "attention-interface") -> None:
         """Record one call (see the module docstring); ``bias`` is a further additive part of the
         logits (ALiBi), ``probs`` the model's own probabilities of the call.  ``eager_logits``: for
         a bfloat16 or float16 model, also keep the logits as eager attention computes them in the
@@ -300,7 +303,7 @@ class CaptureSession:
                       queries=_host(query), keys=_host(key), scale=float(scaling), bias=total, masked=masked,
                       probs=_host(probs), softcap=None if softcap is None else float(softcap),
                       dtype=dtype_name(query.dtype), device=str(query.device), id_part=qualifier, call=call,
-                      model_logits=model_logits,
+                      model_logits=model_logits, route=route,
                       sliding_window=sliding_window if isinstance(sliding_window, int) else None)
         if not cross and cap.masked is not None:
             rows, cols = valid_positions(cap, 0)

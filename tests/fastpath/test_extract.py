@@ -49,7 +49,7 @@ def checkpoints(tmp_path_factory):
             text_config={"model_type": "opt", "vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 1,
                          "ffn_dim": 37, "num_attention_heads": 4, "word_embed_proj_dim": 32},
             num_query_tokens=8)),
-        "unsupported": transformers.GPTNeoModel(transformers.GPTNeoConfig(  # attention outside the interface
+        "unsupported": transformers.GPTNeoModel(transformers.GPTNeoConfig(  # outside the interface: the softmax route
             vocab_size=99, hidden_size=32, num_layers=2, num_heads=4, attention_types=[[["global", "local"], 1]],
             max_position_embeddings=128)),
     }
@@ -137,9 +137,14 @@ def test_unknown_model_path(capsys, tmp_path):
     assert "not a checkpoint folder" in err
 
 
-def test_model_without_capture_support(capsys, checkpoints, tmp_path):
-    err = _cli_error(capsys, ["extract", "--model", str(checkpoints["unsupported"]), "--out", str(tmp_path / "s")])
-    assert "cannot capture its attention" in err and "does not go through" in err and "gpt_neo" in err
+def test_model_outside_the_interface_goes_by_the_softmax_route(checkpoints, tmp_path):
+    with pytest.warns(UserWarning, match="byte"):
+        ids = extract_to_store(str(checkpoints["unsupported"]), tmp_path, sources=1, tokens=40, widths=[16],
+                               max_operators=4)
+    recs = [read_record(tmp_path / "records" / r) for r in ids]
+    assert len(recs) == 4 and {r.provenance["route"] for r in recs} == {"softmax"}
+    assert {r.provenance["family"] for r in recs} == {"gpt_neo"} and {r.form for r in recs} == {"logits"}
+    assert all(r.provenance["capture_max_deviation"] < 1e-5 for r in recs)
 
 
 def test_pass_too_short_for_block_width(capsys, checkpoints, tmp_path):

@@ -14,7 +14,7 @@ import warnings
 from contextlib import contextmanager
 
 from softrank.api.records import Record
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 class LensCaptured:

@@ -16,7 +16,7 @@ import numpy as np
 from softrank.fastpath.float64 import rowsoftmax64
 from softrank.replay import record as core
 from softrank.replay.tolerance import Tolerance
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 MEMORY_ID = "memory"
 

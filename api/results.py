@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from softrank.replay import record as core
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 DEFAULT_BUDGETS = (8, 16, 32)
 IN_MEMORY = "(in memory: softrank.results)"

@@ -14,7 +14,7 @@ from pathlib import Path
 from softrank.api.records import Record
 from softrank.replay import record as core
 from softrank.replay.record import check_record
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 class Store:

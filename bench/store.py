@@ -37,7 +37,7 @@ from softrank.replay.engine import replay_record
 from softrank.replay.reader import list_records, read_record
 from softrank.replay.rules import TRIVIAL_RULE, UPPER_RULE, Claim, check_lower_certificate
 from softrank.replay.tolerance import Tolerance
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 from softrank.validated.float_bounds import binary64_environment_ok
 from softrank.validated.softmax_binary64 import softmax_binary64_enclosure
 from softrank.validated.softmax_enclosure import chi_upper, logits_balls, rowsoftmax_enclosure

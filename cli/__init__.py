@@ -4,7 +4,7 @@ One table maps each subcommand to the module that implements it.  A module expos
 ``configure(parser)`` (adds its arguments) and ``run(args) -> int`` (the exit code).  Modules are
 imported only when their subcommand runs, so ``softrank replay`` never imports torch.
 
-``softrank --version`` prints the version.  Malformed input raises ``softrank.validated.errors.InputError``; it is printed as one line on stderr and the
+``softrank --version`` prints the version.  Malformed input raises ``softrank.errors.InputError``; it is printed as one line on stderr and the
 exit code is 2, with no traceback; under ``--json`` stdout also gets one JSON object
 ``{"error": the line, "exit_code": 2}``.  Every command's ``--help`` ends with its exit codes
 (``EXIT_CODES``).  A closed stdout (``softrank replay ... | head``) ends the command quietly with
@@ -22,7 +22,7 @@ import textwrap
 import warnings
 
 from softrank import __version__
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 # subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 MAX_LIST = 100_000  # longest integer list accepted (a span "0-10**9" is refused, not expanded)
 

@@ -126,7 +126,7 @@ def check_model_options(args) -> None:
     if getattr(args, "model", None) is None:
         for name in ("texts", "layers", "heads", "operators"):
             if getattr(args, name, None) is not None:
-                from softrank.validated.errors import InputError
+                from softrank.errors import InputError
 
                 raise InputError("arguments", name, f"--{name} applies to --model only")
 
@@ -136,7 +136,7 @@ def read_texts(path: str) -> list[tuple[str, str]]:
     import re
 
     from softrank.cli.paths import read_text_file
-    from softrank.validated.errors import InputError
+    from softrank.errors import InputError
 
     text = read_text_file(path, "texts")
     parts = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]

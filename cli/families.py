@@ -16,7 +16,7 @@ from softrank.cli.args import check_count
 from softrank.cli.output import print_json
 from softrank.exact.rational import parse_rational
 from softrank.replay.tolerance import Tolerance
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 from softrank.oracle.families import close_gauge_family, close_grid_family
 
 MAX_GRID_POINTS = 200_000  # as oracle.families checks it

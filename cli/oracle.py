@@ -21,7 +21,7 @@ from softrank.cli.args import parse_count, path_arg
 
 from softrank.cli.output import print_json
 from softrank.cli.paths import load_json_text, read_text_file
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 MAX_DIGITS = 400  # softrank.exact.rational.MAX_DIGITS (not imported here: the parser stays light)
 

@@ -10,7 +10,7 @@ from softrank.fastpath.store.files import MAX_INPUT_BYTES, load_json_text, read_
 from softrank.fastpath.store.files import check_not_input, store_records  # noqa: F401  (re-exported)
 from softrank.fastpath.store.files import output_folder as output_dir  # noqa: F401  (re-exported)
 from softrank.findings.replay_table import REPLAY_FILES
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 def output_file(path, field: str = "out", folder_must_exist: bool = True):

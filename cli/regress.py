@@ -21,7 +21,7 @@ from softrank.cli.paths import check_not_input, output_file, replay_tables
 from softrank.cli.output import print_json
 from softrank.findings.regress import FROM, VERDICTS, analyse, read_rows, save, totals
 from softrank.findings.regress_baseline import changes, load_baseline, replay_baseline, write_baseline
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 EPILOG = """--json prints one object instead of the tables: {"verdicts" ((record, eps, k) compared),

@@ -17,7 +17,7 @@ from softrank.cli.args import check_count, max_jobs, parse_int_list, path_arg
 from softrank.cli.output import print_json
 from softrank.cli.progress import progress as progress_bar
 from softrank.findings.replay_job import DEFAULT_BUDGETS, FAIL_ON, ReplayJob
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 def configure(parser) -> None:

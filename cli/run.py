@@ -32,7 +32,7 @@ from softrank.cli.args import check_count, max_jobs, path_arg, value_arg
 from softrank.cli.extract import add_model_options, check_model_options, extract_model
 from softrank.cli.paths import output_dir
 from softrank.replay.tolerance import Tolerance
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 MODELS = ("minilm", "smollm2")
 SHIPPED = ("dinov2", "flan_t5")  # --dinov2, --flan-t5 (full panel: panels.SHIPPED_FLAGS)

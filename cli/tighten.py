@@ -27,7 +27,7 @@ from softrank.cli.args import max_jobs, parse_count, path_arg
 from softrank.cli.paths import check_outside, output_dir
 from softrank.cli.progress import progress as progress_bar
 from softrank.replay.tolerance import Tolerance
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 DEFAULT_BUDGET = 120.0
 

@@ -37,11 +37,15 @@ _SKIPPED_TOKENS = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.IND
                    tokenize.ENCODING, tokenize.ENDMARKER}
 
 
+NEUTRAL = ("errors.py",)  # the package root's error type, which every part imports: trusted too
+
+
 def trusted_files() -> list[Path]:
     """Every .py file under the trusted folders outside a ``search`` folder (an empty
-    ``__init__.py`` holds nothing to trust)."""
+    ``__init__.py`` holds nothing to trust), and the neutral ``errors.py``."""
     return [f for d in TRUSTED_DIRS for f in sorted((ROOT / d).rglob("*.py"))
-            if UNTRUSTED_FOLDER not in f.relative_to(ROOT).parts[:-1] and f.read_text(encoding="utf-8").strip()]
+            if UNTRUSTED_FOLDER not in f.relative_to(ROOT).parts[:-1] and f.read_text(encoding="utf-8").strip()] \
+        + [ROOT / n for n in NEUTRAL]
 
 
 def first_line(file: Path) -> str:
@@ -72,6 +76,8 @@ def _module_file(name: str) -> Path | None:
     """The file of module ``softrank.<name>`` (or a bare component name), if it is in the tree."""
     parts = name.split(".")
     parts = parts[1:] if parts[0] == "softrank" else parts
+    if parts == ["errors"]:
+        return ROOT / "errors.py"
     if not parts or parts[0] not in TRUSTED_DIRS + ("advisors", "fastpath", "studies", "bench", "cli", "api"):
         return None
     path = ROOT.joinpath(*parts)

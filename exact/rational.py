@@ -14,7 +14,7 @@ from numbers import Integral
 
 from flint import fmpq, fmpq_mat
 
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 Matrix = list[list[Fraction]]
 

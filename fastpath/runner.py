@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from softrank.fastpath.store.files import load_json_text, read_text_file, write_text
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 CLUSTER_STARTS = 3  # tries of a local cluster's start ("Nanny failed to start": a worker died at birth)

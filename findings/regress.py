@@ -28,7 +28,7 @@ from softrank.fastpath.store.files import output_folder as output_dir
 from softrank.findings.replay_table import read_replay_table
 from softrank.findings.tables import write_table
 from softrank.replay.tolerance import Tolerance
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 VERDICTS = ("feasible", "impossible", "unresolved")
 FROM = VERDICTS + ("none",)

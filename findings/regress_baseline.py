@@ -10,7 +10,7 @@ from pathlib import Path
 
 from softrank.fastpath.store.files import atomic_write, load_json_text, read_text_file
 from softrank.findings.replay_table import read_replay_table
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 BASELINE_SCHEMA = "softrank.replay-baseline"
 COMPARED = ("validated_lower", "validated_upper", "upper_outcome")

@@ -47,7 +47,7 @@ from softrank.findings.replay_table import REPLAY_FILES
 from softrank.findings.tables import write_table
 from softrank.replay.engine import RecordResult, replay_record
 from softrank.replay.reader import read_record, record_entries
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 from softrank.validated.outcome import Outcome
 
 FAIL_ON = ("refuted", "unresolved", "malformed", "contradiction")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from softrank.replay.tolerance import Tolerance
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 INT64_MAX = 2**63 - 1
 # what ``softrank replay`` writes into its folder: the inputs of report, regress and study kappa

@@ -35,7 +35,7 @@ from softrank.findings.regress import read_rows
 from softrank.findings.report_page import (Page, _brackets, _distributions, _header, _heads, _problems, _records,
                                            _transitions, _widths)
 from softrank.findings.tables import table_metadata
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 STYLE = """body{font-family:sans-serif;max-width:1400px;margin:1em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.2em;font-size:13px}th,td{border:1px solid #ccc;padding:2px 6px}

@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 
 from softrank.fastpath.store.files import load_json_text, read_text_file
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 NAMES = {"best": "best of six", "tsvd": "truncated SVD", "rwsvd": "row-reweighted SVD",
          "altl1": "alternating l1", "cpqr": "column pivoted QR", "rpqr": "row pivoted QR",

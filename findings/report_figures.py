@@ -24,7 +24,7 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
 from softrank.replay.tolerance import Tolerance
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 RESOLVED, UNRESOLVED, NO_WITNESS = "#2f9e44", "#f08c00", "#c92a2a"
 VERDICT_SHARES = ("feasible", "impossible")

@@ -36,7 +36,7 @@ from softrank.oracle.decoder_checks import check_decoder
 from softrank.oracle.nerve_checks import check_nerve_cycle
 from softrank.oracle.radon_checks import check_radon
 from softrank.oracle.subcell_checks import check_submatrix
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 # ---------------------------------------------------------------- one function per kind
 

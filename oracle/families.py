@@ -26,7 +26,7 @@ from flint import arb, ctx, fmpz_mat
 from softrank.exact.rational import ONE
 from softrank.exact.rational import parse_rational as exact_rational
 from softrank.oracle.decoder_checks import lemma_d_sum
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 PROOF_GAUGE = "proofs/family_gauge.md"
 PROOF_GRID = "proofs/family_grid.md"

@@ -11,7 +11,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 LOCK = ".lock"
 

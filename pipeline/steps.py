@@ -18,7 +18,7 @@ from typing import Callable
 from softrank.replay.tolerance import Tolerance
 from softrank.fastpath.capture import panels
 from softrank.fastpath.runner import Journal, run_tasks
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 @dataclass

@@ -22,7 +22,7 @@ import numpy as np
 from softrank.replay.record import (SCHEMA, SCHEMA_VERSIONS_READ, VERDICTS, LowerCertificate, Record, ToleranceEntry,
                                     UpperWitness, check_record, short)
 from softrank.replay.tolerance import Tolerance
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 MAX_INT = 2**63 - 1  # integer fields end up in int64 table columns
 MAX_TOLERANCES = 256  # tolerances per record, and lower certificates per tolerance: every one is

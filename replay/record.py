@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from softrank.replay.tolerance import Tolerance, short
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 SCHEMA = "softrank.record"
 SCHEMA_VERSIONS_READ = (1,)

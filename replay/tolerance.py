@@ -32,7 +32,7 @@ from fractions import Fraction
 from numbers import Integral, Rational, Real
 
 from softrank.exact.rational import MAX_DIGITS, _shown, parse_rational
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 BINARY64 = "binary64("
 

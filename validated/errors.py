@@ -1,21 +1,6 @@
-"""Error types shared by every component.
+"""``InputError`` under its earlier import path (``softrank.validated.errors``): the class lives in
+the neutral module ``softrank.errors``."""
 
-``InputError`` is malformed input (a file or field that cannot be read as documented); the
-command line prints it as one line and exits with code 2.  A *rejection* (a well-formed
-certificate whose inequality fails or cannot be certified) is not an error: checkers return it
-as a verdict, with an error type naming the lemma (see ``softrank.validated.outcome``).
-"""
+from softrank.errors import InputError
 
-
-class InputError(Exception):
-    """Malformed input: names the file (or record) and the field."""
-
-    def __init__(self, where: str, field: str, message: str):
-        self.where = str(where)
-        self.field = str(field)
-        self.message = str(message)
-        super().__init__(self.one_line())
-
-    def one_line(self) -> str:
-        field = f" field '{self.field}'" if self.field else ""
-        return f"{self.where}:{field} {self.message}".replace("\n", " ")
+__all__ = ["InputError"]

@@ -31,7 +31,7 @@ from softrank.fastpath.runner import Journal, RecordsJob
 from softrank.fastpath.store.files import output_folder, special_manifest, write_csv, write_json
 from softrank.fastpath.store.writer import RecordWriter, recover_store, write_index
 from softrank.replay.reader import read_record, record_entries
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 PRODUCER = "softrank.fastpath.bracket 0.1"
 JOURNAL = ".partial"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from softrank.fastpath.capture.inputs import block_widths, pass_sources, text_sources
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 # Defaults per named model: the research panel (>= 64 MiniLM operators at 256 x 256,
 # >= 54 SmolLM2 operators as N = 128 common-prefix blocks of a 256-token pass).

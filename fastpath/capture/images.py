@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 from softrank.fastpath.capture.sources import IMAGE_DEFAULTS, ImageSource, _match_channels, _resize_axis, decode_image
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 # matplotlib's sample images (matplotlib/mpl-data/sample_data), SHA-256 of each file
 FILES = {

@@ -3,7 +3,7 @@ images, and the common-prefix block widths a causal model's pass allows."""
 
 from __future__ import annotations
 
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 def text_sources(opts):

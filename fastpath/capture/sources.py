@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 # Fixed list of standard-library modules whose documentation is the text corpus.
 STDLIB_MODULES: tuple[str, ...] = (

@@ -151,7 +151,7 @@ def read_text_file(path: str | os.PathLike, field: str = "", max_bytes: int = MA
     """The UTF-8 text of a regular file of at most ``max_bytes`` bytes; anything else (a missing
     file, a folder, a pipe or device that could block, a binary or too large file) is an
     ``InputError`` naming the file."""
-    from softrank.validated.errors import InputError
+    from softrank.errors import InputError
 
     try:
         raw = read_regular_file(path, max_bytes)  # checked on the open file: a FIFO is never read
@@ -165,7 +165,7 @@ def read_text_file(path: str | os.PathLike, field: str = "", max_bytes: int = MA
 
 def load_json_text(text: str, path, field: str = "", **kwargs):
     """``json.loads`` whose every failure (syntax, nesting depth, huge integers) is an ``InputError``."""
-    from softrank.validated.errors import InputError
+    from softrank.errors import InputError
 
     try:
         return json.loads(text, **kwargs)
@@ -180,7 +180,7 @@ def load_json_text(text: str, path, field: str = "", **kwargs):
 def output_folder(path, field: str = "out", empty: bool = False) -> Path:
     """An output folder: created if missing; an existing file (not a folder) there is an
     ``InputError``, as is a non-empty folder when ``empty`` (nothing already there is touched)."""
-    from softrank.validated.errors import InputError
+    from softrank.errors import InputError
 
     if not str(path).strip():
         raise InputError("arguments", field, "empty path")
@@ -208,7 +208,7 @@ def check_not_input(out, field: str = "out", *, inside=(), equal=(), writes=()) 
     ``(path, description)``.  For an output folder, ``writes`` names what the command creates in it
     (``OUT/NAME``): none of those may be or hold an input.  Links are followed, so a link to an input
     is that input.  Any of these is an ``InputError`` naming ``out`` and ``field``."""
-    from softrank.validated.errors import InputError
+    from softrank.errors import InputError
 
     def real(path) -> Path:
         try:

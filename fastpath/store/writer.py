@@ -31,7 +31,7 @@ from softrank.fastpath.store.files import make_temp_dir, read_regular_file, writ
 from softrank.fastpath.store.support import packed_bits, support_boolean, support_dict
 from softrank.replay.reader import list_records
 from softrank.replay.record import RECORD_ID_RE, SCHEMA, SCHEMA_VERSION_WRITTEN, Record
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 class RecordWriter:

@@ -50,7 +50,7 @@ from softrank.fastpath.tighten.lower import grow_decoder
 from softrank.fastpath.tighten.upper import TIGHTEN_SETTINGS, descend_minimax
 from softrank.fastpath.store.writer import RecordWriter
 from softrank.replay.reader import MANIFEST_BYTES, MAX_LOWER, read_record
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 PRODUCER = "softrank.fastpath.tighten 0.1"
 UPPER_SHARE = 0.5  # at most this share of a tolerance's time goes to the upper end

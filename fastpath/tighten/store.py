@@ -16,7 +16,7 @@ from softrank.fastpath.store.writer import write_index
 from softrank.fastpath.tighten.records import DEFAULT_SETTINGS, copy_record, tighten_record
 from softrank.fastpath.upper.minimax import DescentSettings
 from softrank.replay.reader import MANIFEST_BYTES, record_entries
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 TABLE = "tighten.csv"
 FIELDS = ["record_id", "model", "eps", "eps_value", "lower_before", "upper_before", "lower_after", "upper_after",

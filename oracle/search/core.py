@@ -21,7 +21,7 @@ from softrank.oracle.search import reductions as red
 from softrank.oracle.search import witness as wit
 from softrank.oracle.search.cell import CellCache, CertificateRejected
 from softrank.oracle.threshold_checks import check_threshold
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 CLASSES = ("unrestricted", "stochastic")
 

@@ -18,7 +18,7 @@ from softrank.cli.paths import check_not_input, output_dir, store_records
 from softrank.cli.output import print_json
 from softrank.cli.progress import progress
 from softrank.fastpath.runner import RecordsJob
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 MAX_RESTARTS = 10_000  # restarts per lower end (default 8)
 

@@ -15,7 +15,7 @@ from softrank.cli.args import check_count, max_jobs, path_arg
 from softrank.cli.paths import read_text_file
 from softrank.cli.output import print_json
 from softrank.replay.tolerance import Tolerance
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 def configure(sub) -> None:

@@ -14,7 +14,7 @@ import statistics
 
 from softrank.replay.tolerance import Tolerance
 from softrank.fastpath.bracket.matrix import ALL_CONSTRUCTIONS
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 def _num(v):

@@ -12,7 +12,7 @@ from softrank.cli.extract import progress_report
 from softrank.cli.paths import load_json_text, output_dir, read_text_file
 from softrank.cli.output import print_json
 from softrank.fastpath.store.files import write_json
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 def _rows(path) -> list[dict]:

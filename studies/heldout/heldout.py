@@ -25,7 +25,7 @@ import random
 import statistics
 
 from softrank.fastpath.bracket.matrix import ALL_CONSTRUCTIONS
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 EPS = "0.25"
 REFERENCE = "altl1"  # the construction the others are compared with

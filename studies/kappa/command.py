@@ -10,7 +10,7 @@ from softrank.cli.args import check_count, max_jobs, parse_int_list, path_arg
 from softrank.cli.paths import check_not_input, output_dir, replay_tables, store_records
 from softrank.cli.progress import StageBars
 from softrank.cli.output import print_json
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 MAX_BOOTSTRAP = 100_000  # resamples: 2000 give 95% intervals; 10**6 would run for many minutes
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from softrank.fastpath.runner import RecordsJob, limit_threads
 from softrank.fastpath.store.files import write_json, write_text
 from softrank.studies.kappa.kappa_operator import DEFAULT_RANKS, KAPPA_TOL, operator_study
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 def _worker(task):

@@ -22,7 +22,7 @@ from softrank.cli.args import check_count, parse_int_list, path_arg
 from softrank.cli.paths import check_not_input, output_file
 from softrank.cli.output import print_json
 from softrank.cli.summaries import median_or_none
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 MAX_CASES = 10**6  # random or adversarial cases of the perturbation check (the default is 400 and 200)
 # what the untrusted per-record computations of ``softrank theorem`` and ``softrank kappa`` raise on

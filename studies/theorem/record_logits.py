@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from softrank.replay.reader import read_record, record_entries
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 from softrank.validated.softmax_enclosure import logits_balls
 
 

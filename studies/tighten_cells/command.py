@@ -7,7 +7,7 @@ from __future__ import annotations
 from softrank.cli.args import check_count, parse_int_list, path_arg
 from softrank.cli.paths import output_file
 from softrank.cli.output import print_json
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 def configure(sub) -> None:

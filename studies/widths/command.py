@@ -12,7 +12,7 @@ from softrank.cli.progress import StageBars
 from softrank.cli.output import print_json
 from softrank.replay.reader import MAX_TOLERANCES
 from softrank.replay.tolerance import Tolerance
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 def configure(sub) -> None:

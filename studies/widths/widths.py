@@ -25,7 +25,7 @@ from pathlib import Path
 from softrank.replay.tolerance import Tolerance
 from softrank.fastpath.runner import RecordsJob, limit_threads
 from softrank.replay.engine import validated_verdict as verdict
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 STUDY_EPS = "0.25"
 DEFAULT_WIDTHS = (64, 128, 256, 512)

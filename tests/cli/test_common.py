@@ -11,7 +11,7 @@ import pytest
 
 from softrank.cli.args import check_count, parse_count, parse_int_list
 from softrank.cli.progress import progress
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ from fractions import Fraction
 import pytest
 
 from softrank.replay.tolerance import Tolerance, exact_text
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 @pytest.mark.parametrize("given", ["0.15", "3/20", "1.5e-1", " 0.150 ", 0.15, Fraction(3, 20), "15/100"])

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from softrank.exact.tolerance import BINARY64, MAX_DIGITS, Tolerance, _shown, check_binary64, exact_text
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 @pytest.mark.parametrize("q, text", [

@@ -8,7 +8,7 @@ from fractions import Fraction as F
 import pytest
 from flint import fmpq, fmpq_mat
 
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 from softrank.exact.rational import (
     ONE, TEXT_BITS, ZERO, TooLongForText, as_matrix, dot, fmt, fmt_mat, from_binary64, inf_norm, matmul, matvec,
     parse_rational, parse_vec, rank, rank_factor, row_l1, sub, to_fmpq_mat, transpose,

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import softrank
 from softrank.replay import record as core
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "python.md"

@@ -135,7 +135,7 @@ def test_parse_tolerances_reads_exact_rationals():
 
     from softrank.replay.reader import MAX_TOLERANCES
     from softrank.replay.tolerance import Tolerance
-    from softrank.validated.errors import InputError
+    from softrank.errors import InputError
 
     def parse_tolerances(text):  # as softrank bracket reads --eps
         return Tolerance.parse_list(text, most=MAX_TOLERANCES)

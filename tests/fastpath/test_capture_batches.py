@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import softrank
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 SMALL = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37}

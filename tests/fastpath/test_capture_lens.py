@@ -20,7 +20,7 @@ from softrank.api.records import Record  # noqa: E402
 from softrank.fastpath.capture.dispatch import CaptureWarning  # noqa: E402
 from softrank.fastpath.capture.lens import Refusal, calls_from_cache, is_lens_model, operators_for  # noqa: E402
 from softrank.fastpath.store.support import causal_mask  # noqa: E402
-from softrank.validated.errors import InputError  # noqa: E402
+from softrank.errors import InputError  # noqa: E402
 
 TOKENS, LAYERS, HEADS = 40, 2, 4
 MASKED_RECORDS = "mask" in inspect.signature(Record.from_logits).parameters  # the record model has supports

@@ -21,7 +21,7 @@ from softrank.api.records import Record
 from softrank.fastpath.capture.dispatch import CaptureWarning, capturing
 from softrank.fastpath.capture.operators import Operator, Refusal, operators_for, provenance, record_id, write_operator
 from softrank.fastpath.store.support import causal_mask, window_mask
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 TOKENS = 40

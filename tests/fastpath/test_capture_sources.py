@@ -20,7 +20,7 @@ from softrank.cli import main
 from softrank.fastpath.capture.extract import extract_to_store
 from softrank.fastpath.capture.sources import decode_image, image_file
 from softrank.replay.reader import read_record
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 SMALL = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37}

@@ -16,7 +16,7 @@ transformers = pytest.importorskip("transformers")
 from softrank.cli import main
 from softrank.fastpath.capture.extract import extract_to_store, spread_pairs
 from softrank.replay.reader import read_record
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -17,7 +17,7 @@ import pytest
 
 import softrank
 from softrank.fastpath.demo import DEMO_STYLE, build_demo_store
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 CORPUS = Path(__file__).resolve().parent.parent / "soundness" / "certificates"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from softrank.fastpath.capture import shipped
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 NEEDS = [m for m in ("torch", "transformers", "onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
 producer = pytest.mark.skipif(bool(NEEDS), reason=f"the producer's {NEEDS} not installed")

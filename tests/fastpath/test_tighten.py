@@ -242,7 +242,7 @@ def test_tighten_store_copies_untouched_records_and_writes_the_table(tmp_path):
 
 @pytest.mark.parametrize("eps_list", [[0.3], [Fraction(1, 3)]])
 def test_tighten_store_refuses_a_tolerance_no_record_stores(tmp_path, eps_list):
-    from softrank.validated.errors import InputError
+    from softrank.errors import InputError
 
     loose_record(tmp_path / "src")
     with pytest.raises(InputError, match="no record stores"):

@@ -162,7 +162,7 @@ def test_a_fraction_tolerance_is_stored_as_exact_text_and_read_back_exactly(tmp_
 def test_write_index_never_opens_a_fifo_and_a_deep_record_is_one_error(tmp_path):
     """write_index reads each record.json: a FIFO there is listed as unreadable (it waited forever);
     a record nested too deeply to be written is an InputError for that record (a RecursionError)."""
-    from softrank.validated.errors import InputError
+    from softrank.errors import InputError
 
     h = np.zeros((3, 3))
     with RecordWriter(tmp_path, "good", {}) as w:

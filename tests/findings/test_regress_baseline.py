@@ -8,7 +8,7 @@ import json
 import pytest
 
 from softrank.findings.regress_baseline import BASELINE_SCHEMA, baseline, changes, load_baseline, write_baseline
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 ROWS = [{"record_id": "a", "status": "ok", "eps": "0.25", "validated_lower": 2, "validated_upper": 3,
          "upper_outcome": "proved"},

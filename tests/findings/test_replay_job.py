@@ -10,7 +10,7 @@ import pytest
 
 from softrank.fastpath.demo import build_demo_store
 from softrank.findings.replay_job import FAIL_ON, ReplayJob, ReplaySummary, replay_store
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 def test_a_store_with_a_stray_entry_is_replayed_and_the_entry_is_one_malformed_row(tmp_path):

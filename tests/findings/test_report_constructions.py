@@ -13,7 +13,7 @@ from softrank.findings.report_constructions import (CONSTRUCTIONS, RESEARCH_BEST
                                                load_heldout)
 from softrank.findings.report_page import Page
 from softrank.studies.heldout import heldout
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 def _op(fam, source, lower, upper, ranks, failed):

@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from softrank.oracle import families as fam
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 REFERENCE_R2 = {3: (12.2411, 9), 5: (48.9643, 25), 8: (149.9533, 64), 12: (370.2928, 144), 20: (1104.7578, 400)}
 

@@ -14,7 +14,7 @@ import pytest
 import sympy as sp
 
 from softrank.oracle import families as fam
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 # ---------------------------------------------------------------- reading arguments

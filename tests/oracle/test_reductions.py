@@ -10,7 +10,7 @@ import pytest
 from softrank.oracle import check_threshold
 from softrank.oracle.search import corank, decide, profile, thresholds
 from softrank.oracle.search import reductions as red
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 Q = lambda rows: [[F(x) for x in r] for r in rows]
 

@@ -15,7 +15,7 @@ import pytest
 
 from softrank.fastpath.demo import build_demo_store
 from softrank.pipeline.lock import LOCK, OutputLock
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 HOLD = "import sys, time\nfrom softrank.pipeline.lock import OutputLock\nwith OutputLock(sys.argv[1]):\n" \
        "    print('held', flush=True)\n    time.sleep(600)\n"

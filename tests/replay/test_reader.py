@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 from softrank.fastpath.store.writer import RecordWriter, write_index
 from softrank.replay.reader import list_records, read_record, record_entries
 

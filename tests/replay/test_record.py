@@ -16,7 +16,7 @@ import pytest
 from softrank.replay.record import (SCHEMA, SCHEMA_VERSION_WRITTEN, SCHEMA_VERSIONS_READ, STOCHASTIC_ROW_TOL,
                                     VERDICTS, LowerCertificate, Record, Tolerance, ToleranceEntry, UpperWitness,
                                     check_record, short)
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 
 def _softmax(h):

@@ -57,6 +57,8 @@ THIRD_PARTY = {
 }
 # the producer's public modules the results room may import
 ROOM_PRODUCER = ("softrank.fastpath.store.files", "softrank.fastpath.runner", "softrank.fastpath.capture.labels")
+# the neutral module every zone may import (the one error type); it imports only the standard library
+NEUTRAL = ("softrank.errors",)
 # zone -> zones it may import ("root": the package root, for its version)
 ALLOWED = {
     "trusted": {"trusted"},
@@ -164,6 +166,8 @@ def zone_of_file(root: Path, file: Path) -> str:
 
 def _allowed(root: Path, file: Path, zone: str, name: str, target: str) -> bool:
     """May FILE (in ZONE) import the module NAME of zone TARGET?"""
+    if name in NEUTRAL or any(name.startswith(n + ".") for n in NEUTRAL):
+        return True  # the shared error type: every zone, the trusted core included
     if target in ALLOWED[zone]:
         return True
     if zone == "findings" and target == "fastpath":
@@ -231,13 +235,19 @@ def test_the_tree_obeys_the_layering():
     assert violations(ROOT) == []
 
 
+def test_the_neutral_error_module_imports_only_the_standard_library():
+    names = imported_modules(ROOT, ROOT / "errors.py")
+    assert all(n.split(".")[0] in sys.stdlib_module_names or n == "__future__" for n in names), names
+    assert "softrank.errors" in imported_modules(ROOT, ROOT / "replay" / "reader.py")  # the core uses it
+
+
 def _tree(tmp_path: Path) -> Path:
     for part in COMPONENTS + ("oracle/search",):
         (tmp_path / part).mkdir()
         (tmp_path / part / "__init__.py").write_text("")
     (tmp_path / "validated" / "clean.py").write_text(
         "import math\nimport numpy\nfrom flint import arb\nfrom . import clean\nfrom softrank.exact import lp\n"
-        "from softrank.oracle import checks\n")
+        "from softrank.oracle import checks\nfrom softrank.errors import InputError\n")
     (tmp_path / "oracle" / "clean.py").write_text("import sympy\nfrom .checks import recheck\n")
     (tmp_path / "oracle" / "search" / "clean.py").write_text(
         "import numpy\nfrom softrank.advisors import highs\nfrom softrank.oracle import checks\n"
@@ -274,6 +284,7 @@ def _tree(tmp_path: Path) -> Path:
     # the trusted core reaching outwards
     ("replay", "import torch\n"),
     ("validated", "from transformers import AutoModel\n"),
+    ("validated", "from softrank import __version__\n"),  # the package root is not the neutral module
     ("oracle", "from softrank.fastpath import capture\n"),
     ("replay", "from ..fastpath.capture import run\n"),
     ("exact", "import importlib\nm = importlib.import_module('softrank.fastpath.capture.models')\n"),

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from fuzz_records import build_store, mutate, true_rank
 from softrank.replay.engine import replay_record
 from softrank.replay.reader import read_record
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 
 STATS = {"records": 0, "input_errors": 0, "replayed": 0}
 

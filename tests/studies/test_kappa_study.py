@@ -209,7 +209,7 @@ def test_malformed_rows_and_records_are_reported_not_crashed_on(tmp_path):
 
     from softrank.studies.kappa.kappa_study import read_brackets, select_operators
     from softrank.fastpath.store.writer import RecordWriter
-    from softrank.validated.errors import InputError
+    from softrank.errors import InputError
 
     rows = [{"record_id": "a", "eps": "0.25", "eps_value": 0.25, "validated_lower": 1, "validated_upper": 2},
             {"record_id": "b", "eps": None, "eps_value": None, "validated_lower": None, "validated_upper": None}]

@@ -1,7 +1,7 @@
 """The tau bound of validated/tau.py pinned to proofs/tau_bound.md on small exact inputs:
 ``check_tau_bound`` (tau_hat = max_i 2 tanh(osc(H_i - T_i - c)/4), the certified distance, the
 per-row decision and its counts, reasons, lemma, route and assumptions), the cycle lower bound
-``q_lower_cycle``, ``tau_from_q_ball``, and the ``InputError`` (validated/errors.py) line with which
+``q_lower_cycle``, ``tau_from_q_ball``, and the ``InputError`` (errors.py) line with which
 the tau study refuses a record it cannot use."""
 
 import math
@@ -14,7 +14,7 @@ from flint import arb
 
 from softrank.validated import tau
 from softrank.validated.balls import lower_fraction, upper_fraction
-from softrank.validated.errors import InputError
+from softrank.errors import InputError
 from softrank.validated.outcome import ARB_ASSUMPTIONS, Outcome
 
 

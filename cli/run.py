@@ -26,6 +26,8 @@ prints the table.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from softrank.cli.args import check_count, max_jobs, path_arg, value_arg
 from softrank.cli.extract import add_model_options, check_model_options, extract_model
 from softrank.cli.paths import output_dir
@@ -37,7 +39,7 @@ MODELS = ("minilm", "smollm2")
 
 EPILOG = """--json prints one object on stdout (the progress and the human lines go to stderr): {"out",
 "store", "replay" (folders), "report" (the page), "table": [one object per family and eps, the columns
-of OUT/summary.csv: family, eps, operators, shape, median_L, median_U, median_U_over_L, resolved
+of OUT/summary.csv: family, eps (the tolerance's text, "0.15", as bracket and report print it), operators, shape, median_L, median_U, median_U_over_L, resolved
 (share, by the results table's criterion on the float64 ends), the baseline's, validated_agreement,
 replayed], "replay_summary" (as softrank replay --json prints it), "seconds" (per step),
 "exit_code"}.  With --plan, --json prints {"panel", "operators", "tolerances", "families": {family:
@@ -86,9 +88,15 @@ def _check_arguments(args) -> list[Tolerance]:
         check_count(n, name, minimum=0, maximum=10_000_000)
     check_count(args.limit, "limit", maximum=10_000_000)
     check_model_options(args)
-    if args.model is not None and (args.panel != "default" or args.limit is not None or args.plan):
-        raise InputError("arguments", "panel", "--panel, --limit and --plan are about the embedded checkpoints; "
-                                               "not with --model")
+    given = [f"--{name}" for name, on in (("panel", args.panel != "default"), ("limit", args.limit is not None),
+                                          ("plan", args.plan)) if on]
+    if args.model is not None and given:
+        raise InputError("arguments", "model", f"{', '.join(given)}: about the embedded checkpoints (--panel, "
+                                               f"--limit, --plan); not with --model")
+    if args.model is not None:  # a wrong path fails here, before torch is imported
+        from softrank.fastpath.capture.locate import resolve
+
+        resolve(str(args.model))
     if all(getattr(args, name) == 0 for name in MODELS) and args.model is None:
         raise InputError("arguments", "minilm", "--minilm 0 and --smollm2 0 leave nothing to run")
     from softrank.replay.reader import MAX_TOLERANCES
@@ -108,12 +116,17 @@ def run(args) -> int:
     if args.plan:
         return _print_plan(args, tolerances, as_json)
     console = Console(stderr=as_json, width=None if (sys.stderr if as_json else sys.stdout).isatty() else 170)
+    created = not Path(args.out).exists()
     settings, hooks = _pipeline_arguments(args, tolerances, console)
     try:
         result = run_pipeline(settings, hooks)
     except RunStopped as err:  # a fault: one line; --resume continues
         print(f"softrank run: error: {err}", file=sys.stderr)
         return err.code
+    except BaseException:
+        if created:
+            remove_if_unwritten(settings.out)
+        raise
     for line in result.summary.errors:  # a malformed record: one line on stderr (the others were replayed)
         print(f"softrank run: error: {line}", file=sys.stderr)
     _print_table(console, result.table, result.times, result.summary)
@@ -127,6 +140,16 @@ def run(args) -> int:
     else:
         print(f"report: {result.page}", flush=True)
     return result.code
+
+
+def remove_if_unwritten(out: Path) -> None:
+    """A folder this run created and wrote nothing into (only its lock and the journal's
+    parameters) is removed when the run fails."""
+    import shutil
+
+    files = [p for p in Path(out).rglob("*") if not p.is_dir()]
+    if all(p.name == ".lock" and p.parent == Path(out) or p.name == "params.json" for p in files):
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def _pipeline_arguments(args, tolerances: list[Tolerance], console):
@@ -193,7 +216,7 @@ def _print_table(console, table: list[dict], times: dict, summary) -> None:
         t.add_column(col, justify="right" if col not in ("family",) else "left")
     for r in table:
         agree = "-" if r["validated_agreement"] is None else f"{100 * r['validated_agreement']:.1f}%"
-        t.add_row(r["family"], f"{r['eps']:g}", str(r["operators"]), f"{r['median_L']:g}", f"{r['median_U']:g}",
+        t.add_row(r["family"], str(r["eps"]), str(r["operators"]), f"{r['median_L']:g}", f"{r['median_U']:g}",
                   f"{r['median_U_over_L']:.2f}", f"{100 * r['resolved']:.1f}%", agree,
                   f"{r['baseline_median_L']:g}", f"{r['baseline_median_U']:g}",
                   f"{r['baseline_median_U_over_L']:.2f}", f"{100 * r['baseline_resolved']:.1f}%")

@@ -51,7 +51,7 @@ def _family_row(fam: str, tol: Tolerance, sel: list[dict], replay_rows: dict) ->
         agree += (_int(rep.get("validated_lower")) == r["lower"]
                   and _int(rep.get("validated_upper")) == r["upper"])
     return {
-        "family": fam, "eps": tol.binary64, "operators": len(sel),
+        "family": fam, "eps": tol.text, "operators": len(sel),
         "shape": f"{sel[0]['m']}x{sel[0]['N']}",
         "median_L": statistics.median(L), "median_U": statistics.median(U),
         "median_U_over_L": statistics.median(u / max(l, 1) for u, l in zip(U, L)),

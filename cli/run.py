@@ -41,7 +41,8 @@ EPILOG = """--json prints one object on stdout (the progress and the human lines
 "store", "replay" (folders), "report" (the page), "table": [one object per family and eps, the columns
 of OUT/summary.csv: family, eps (the tolerance's text, "0.15", as bracket and report print it), operators, shape, median_L, median_U, median_U_over_L, resolved
 (share, by the results table's criterion on the float64 ends), the baseline's, validated_agreement,
-replayed], "replay_summary" (as softrank replay --json prints it), "seconds" (per step),
+replayed], "replay_summary" (as softrank replay --json prints it), "notes" (lines such as a randomly initialised model's
+near-uniform attention: every validated bracket [1, 1]), "seconds" (per step),
 "exit_code"}.  With --plan, --json prints {"panel", "operators", "tolerances", "families": {family:
 {"operators", "shape": [m, N]}}} and nothing is computed."""
 
@@ -129,13 +130,13 @@ def run(args) -> int:
         raise
     for line in result.summary.errors:  # a malformed record: one line on stderr (the others were replayed)
         print(f"softrank run: error: {line}", file=sys.stderr)
-    _print_table(console, result.table, result.times, result.summary)
+    _print_table(console, result.table, result.times, result.summary, result.notes)
     if as_json:
         import json
 
         print(json.dumps({"out": str(result.out), "store": str(result.store), "replay": str(result.replay),
                           "report": str(result.page), "table": result.table,
-                          "replay_summary": result.summary.as_json(), "seconds": result.times,
+                          "replay_summary": result.summary.as_json(), "notes": result.notes, "seconds": result.times,
                           "exit_code": result.code}, default=str), flush=True)
     else:
         print(f"report: {result.page}", flush=True)
@@ -207,7 +208,7 @@ def _print_plan(args, tolerances, as_json: bool) -> int:
     return 0
 
 
-def _print_table(console, table: list[dict], times: dict, summary) -> None:
+def _print_table(console, table: list[dict], times: dict, summary, notes=()) -> None:
     from rich.table import Table
 
     t = Table(title="softrank run: float64 brackets, validated replay (baseline: truncated SVD / Frobenius tail)")
@@ -222,5 +223,7 @@ def _print_table(console, table: list[dict], times: dict, summary) -> None:
                   f"{r['baseline_median_U_over_L']:.2f}", f"{100 * r['baseline_resolved']:.1f}%")
     console.print(t)
     console.print(summary.line())
+    for note in notes:  # a randomly initialised model says so
+        console.print(f"note: {note}", markup=False)
     console.print("time: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())
                   + f", total {sum(times.values()):.0f} s")

@@ -57,6 +57,10 @@ def test_a_64_position_decoder_runs_on_its_defaults(llama64, tmp_path, capsys):
     doc = json.loads(captured.out)
     assert [row["eps"] for row in doc["table"]] == ["0.25"]  # the tolerance's text, as bracket prints it
     assert json.loads((out / "summary.json").read_text())["table"][0]["eps"] == "0.25"
+    # a randomly initialised model: near-uniform attention, every validated bracket [1, 1], said so
+    assert len(doc["notes"]) == 1 and doc["notes"][0].startswith("llama64: every operator's validated bracket is [1, 1]")
+    assert "randomly initialised" in captured.err
+    assert "near-uniform" in (out / "report.html").read_text()
 
 
 def test_widths_and_tokens(llama64, tmp_path, capsys):

@@ -25,10 +25,10 @@ class Captured:
     keys, scale, bias, mask and the model's own probabilities of every head of one layer) and
     :meth:`records`."""
 
-    def __init__(self, session, model):
+    def __init__(self, session, model, name: str | None = None):
         self.session = session
         config = getattr(model, "config", None)
-        self.model_name = str(getattr(config, "_name_or_path", "") or type(model).__name__)
+        self.model_name = name or str(getattr(config, "_name_or_path", "") or type(model).__name__)
 
     @property
     def captures(self) -> list:
@@ -42,6 +42,10 @@ class Captured:
     @property
     def batch_size(self) -> int:
         return max((c.batch_size for c in self.captures), default=0)
+
+    @property
+    def num_heads(self) -> int:
+        return max((c.num_heads for c in self.captures), default=0)
 
     def __len__(self) -> int:
         return len(self.session.captures)
@@ -72,12 +76,15 @@ class Captured:
         if batch is not None and not (isinstance(batch, int) and 0 <= batch < max(size, 1)):
             raise InputError("records", "batch", f"batch item {batch!r} out of range: the capture holds "
                                                  f"{size} batch item{'s' if size != 1 else ''} (0..{size - 1})")
-        digest = getattr(self.session, "input_sha256", None)
-        if source_id is None:
-            source_id = f"input.{digest[:12]}" if digest else "memory"
+        widths, heads = _checked(widths, "widths", None), _checked(heads, "heads", self.num_heads)
+        passes = list(getattr(self.session, "passes", []) or [getattr(self.session, "input_sha256", None)])
         link_cross_queries(self.captures)
         out, tag = [], _tag(self.model_name)
         for cap in self.captures:
+            index = getattr(cap, "pass_index", 0)
+            digest = passes[min(index, len(passes) - 1)]
+            base = source_id if source_id is not None else (f"input.{digest[:12]}" if digest else "memory")
+            source = f"{base}-pass{index}" if index else base  # each forward pass its own source
             items = range(cap.batch_size) if batch is None else [batch]
             for b in items:
                 ws = list(widths) if widths else [_widest(cap, b)]
@@ -87,10 +94,10 @@ class Captured:
                             warnings.warn(op.message(), CaptureWarning, stacklevel=2)
                             continue
                         prov = provenance(op, model=self.model_name, family=self.session.family, checkpoint_sha256=None,
-                                          source_id=source_id, source_sha256=digest,
+                                          source_id=source, source_sha256=digest,
                                           extra={"kv_head": head // cap.n_rep, "batch_item": b,
                                                  "producer": "softrank.capture"})
-                        rid = record_id(tag, source_id, op, batch_size=cap.batch_size)
+                        rid = record_id(tag, source, op, batch_size=cap.batch_size)
                         out.append(_record(op, rid, prov))
         return out
 
@@ -105,6 +112,35 @@ def _record(op, rid: str, prov: dict) -> Record:
     if op.form == "qk":
         return Record.from_qk(op.queries, op.keys, op.scale, op.bias, record_id=rid, provenance=prov, **masked)
     return Record.from_logits(op.logits(), record_id=rid, provenance=prov, **masked)
+
+
+def _checked(values, field: str, count: int | None):
+    """``widths`` (positive integers) or ``heads`` (0..count-1) as given, or an ``InputError``
+    naming the argument and what exists."""
+    if values is None:
+        return None
+    values = list(values)
+    for v in values:
+        if count is None and not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
+            raise InputError("records", field, f"block widths must be positive integers, got {v!r}")
+        if count is not None and not (isinstance(v, int) and not isinstance(v, bool) and 0 <= v < count):
+            raise InputError("records", field, f"head {v!r} does not exist: the captured layers have {count} "
+                                               f"heads (0..{count - 1})")
+    return values
+
+
+def _check_layers(model, layers) -> None:
+    """``capture(model, layers=...)``: each layer one of the model's attention layers."""
+    if layers is None:
+        return
+    from softrank.fastpath.capture.live import ModuleNames
+
+    found = sorted({part[1] for part in ModuleNames(model).parts.values()})
+    bad = [v for v in layers if not isinstance(v, int) or isinstance(v, bool) or (found and v not in found)]
+    if bad:
+        shown = f"{found[0]}..{found[-1]}" if found == list(range(found[0], found[-1] + 1)) else str(found)
+        raise InputError("capture", "layers", f"layer {bad[0]!r} does not exist: the model's attention layers are "
+                                              f"{shown if found else 'not known'}")
 
 
 def _widest(cap, batch: int) -> int:
@@ -132,10 +168,13 @@ def require_torch() -> None:
 
 
 @contextmanager
-def capture(model, layers=None, family: str | None = None):
+def capture(model, layers=None, family: str | None = None, name: str | None = None):
     """``with softrank.capture(model) as cap: model(**inputs)``; then ``cap.captures`` and
-    ``cap.records(widths=[64])``.  ``layers`` restricts the layers kept; ``family`` names the
-    provenance family (default: ``model.config.model_type``); it never changes what is captured."""
+    ``cap.records(widths=[64])``.  ``layers`` restricts the layers kept (a layer the model lacks
+    is an ``InputError``); ``family`` names the provenance family (default:
+    ``model.config.model_type``); ``name`` the provenance model (default: the config's
+    ``name_or_path``, else the class name); neither changes what is captured.  Each forward
+    pass in the block is its own source (``-pass1``, ``-pass2`` ... after the first)."""
     require_torch()
     from softrank.fastpath.capture.lens import is_lens_model, unwrap
 
@@ -149,5 +188,6 @@ def capture(model, layers=None, family: str | None = None):
         return
     from softrank.fastpath.capture.live import capturing
 
+    _check_layers(model, layers)
     with capturing(model, family=family, layers=None if layers is None else set(layers)) as session:
-        yield Captured(session, model)
+        yield Captured(session, model, name)

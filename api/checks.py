@@ -16,6 +16,7 @@ from softrank.api.records import Record
 from softrank.replay import record as core
 from softrank.replay.record import check_record  # the store reader's checks, for records made in memory
 from softrank.replay.tolerance import Tolerance
+from softrank.errors import InputError
 
 BRACKET_EPS = (0.15, 0.25, 0.35)
 
@@ -86,7 +87,17 @@ class Validation:
         for t in self.tolerances:
             if t.eps == value:
                 return t
-        raise KeyError(eps)
+        held = ", ".join(t.eps_text for t in self.tolerances) or "none"
+        raise ToleranceNotFound(self.record_id, "eps", f"no result at tolerance {eps!r}; the tolerances "
+                                                       f"validated are: {held}")
+
+
+class ToleranceNotFound(InputError, KeyError):
+    """``validate(record)[eps]`` at a tolerance that was not validated: an ``InputError`` (and a
+    ``KeyError``) naming the tolerances that exist."""
+
+    def __str__(self) -> str:
+        return self.one_line()
 
 
 def validate(record: core.Record, strict: bool = False) -> Validation:

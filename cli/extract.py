@@ -120,11 +120,19 @@ def add_model_options(parser) -> None:
     parser.add_argument("--operators", default=None, choices=("blocks", "native", "both"),
                         help="with --model: what a causal self-attention call gives: common-prefix blocks (default), the "
                              "native masked operator over the whole pass (causal or sliding-window support), or both")
+    parser.add_argument("--tokens", type=int, default=None,
+                        help="with --model: tokens per pass (default 256, at most the model's positions and window)")
+    parser.add_argument("--widths", default=None,
+                        help="with --model: common-prefix block widths for decoders, e.g. 16,32 (default: those of "
+                             "64,128,256,512 that fit the pass, else the widest block it allows)")
+    parser.add_argument("--images", action="append", default=None, metavar="PATH", type=path_arg,
+                        help="with --model, a vision model: the input images, a folder of image files or files "
+                             "(repeatable; PNG, PPM/PGM, any format with Pillow) (default: synthetic images)")
 
 
 def check_model_options(args) -> None:
     if getattr(args, "model", None) is None:
-        for name in ("texts", "layers", "heads", "operators"):
+        for name in ("texts", "layers", "heads", "operators", "tokens", "widths", "images"):
             if getattr(args, name, None) is not None:
                 from softrank.errors import InputError
 
@@ -146,6 +154,30 @@ def read_texts(path: str) -> list[tuple[str, str]]:
     return [(f"text:{name}#{i}" if len(parts) > 1 else f"text:{name}", p) for i, p in enumerate(parts)]
 
 
+IMAGE_SUFFIXES = (".png", ".ppm", ".pgm", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
+
+
+def image_paths(items: list[str] | None) -> list[str] | None:
+    """``--images``: files as given, a folder as its image files (by suffix, sorted by name)."""
+    if not items:
+        return None
+    from softrank.errors import InputError
+
+    out = []
+    for item in items:
+        path = Path(item)
+        if path.is_dir():
+            found = sorted(str(p) for p in path.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+            if not found:
+                raise InputError(item, "images", f"no image files ({', '.join(IMAGE_SUFFIXES)}) in the folder")
+            out.extend(found)
+        elif path.is_file():
+            out.append(str(path))
+        else:
+            raise InputError(item, "images", "no such file or folder")
+    return out
+
+
 def extract_model(args, store, console, progress: bool) -> list[str]:
     """Step 1 of ``softrank run --model``: the user's model into ``store``."""
     from softrank.fastpath.capture.extract import extract_to_store
@@ -155,6 +187,9 @@ def extract_model(args, store, console, progress: bool) -> list[str]:
     options = {"texts": read_texts(args.texts) if args.texts is not None else None,
                "layers": parse_int_list(args.layers, "layers", minimum=None),
                "heads": parse_int_list(args.heads, "heads", minimum=None),
+               "tokens": getattr(args, "tokens", None), "widths": parse_int_list(getattr(args, "widths", None), "widths",
+                                                                                minimum=None),
+               "images": image_paths(getattr(args, "images", None)),
                "max_operators": RUN_MODEL_OPERATORS, "device": check_device(args.device),
                "operators": getattr(args, "operators", None)}
     with one_line_warnings("run"), progress_report(progress, f"extract {label}") as report:
@@ -166,8 +201,12 @@ def extract_model(args, store, console, progress: bool) -> list[str]:
 def run(args) -> int:
     from softrank.fastpath.capture.extract import extract_to_store
 
+    from softrank.fastpath.capture.locate import resolve
+
     check_device(args.device)
     check_count(args.seed, "seed", minimum=0)
+    resolve(str(args.model))  # a wrong path fails here, before torch is imported
+    created = not Path(args.out).exists()
     output_dir(args.out)
     texts = _texts(args.text_files)
     options = {"sources": args.sources, "seed": args.seed, "tokens": args.tokens,
@@ -179,7 +218,12 @@ def run(args) -> int:
     start = time.perf_counter()
     with one_line_warnings("extract"), progress_report(not args.no_progress, f"extract {Path(args.model).name}") as report:
         options["progress"] = report
-        ids = extract_to_store(args.model, args.out, **{k: v for k, v in options.items() if v is not None})
+        try:
+            ids = extract_to_store(args.model, args.out, **{k: v for k, v in options.items() if v is not None})
+        except BaseException:
+            if created and not any(Path(args.out).iterdir()):
+                Path(args.out).rmdir()  # a failed extraction leaves no empty folder it created
+            raise
     elapsed = time.perf_counter() - start
     if getattr(args, "json", False):
         from softrank.cli.output import print_json

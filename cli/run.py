@@ -28,6 +28,8 @@ prints the table.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from softrank.cli.args import check_count, max_jobs, path_arg, value_arg
 from softrank.cli.extract import add_model_options, check_model_options, extract_model
 from softrank.cli.paths import output_dir
@@ -40,9 +42,10 @@ SHIPPED = ("dinov2", "flan_t5")  # --dinov2, --flan-t5 (full panel: panels.SHIPP
 
 EPILOG = """--json prints one object on stdout (the progress and the human lines go to stderr): {"out",
 "store", "replay" (folders), "report" (the page), "table": [one object per family and eps, the columns
-of OUT/summary.csv: family, eps, operators, shape, median_L, median_U, median_U_over_L, resolved
+of OUT/summary.csv: family, eps (the tolerance's text, "0.15", as bracket and report print it), operators, shape, median_L, median_U, median_U_over_L, resolved
 (share, by the results table's criterion on the float64 ends), the baseline's, validated_agreement,
-replayed], "replay_summary" (as softrank replay --json prints it), "seconds" (per step),
+replayed], "replay_summary" (as softrank replay --json prints it), "notes" (lines such as a randomly initialised model's
+near-uniform attention: every validated bracket [1, 1]), "seconds" (per step),
 "exit_code"}.  With --plan, --json prints {"panel", "operators", "tolerances", "families": {family:
 {"operators", "shape": [m, N]}}} and nothing is computed."""
 
@@ -97,9 +100,15 @@ def _check_arguments(args) -> list[Tolerance]:
     if args.panel != "full" and any(getattr(args, flag) is not None for flag in SHIPPED):
         raise InputError("arguments", "dinov2", "--dinov2 and --flan-t5 count operators of --panel full")
     check_model_options(args)
-    if args.model is not None and (args.panel != "default" or args.limit is not None or args.plan):
-        raise InputError("arguments", "panel", "--panel, --limit and --plan are about the embedded checkpoints; "
-                                               "not with --model")
+    given = [f"--{name}" for name, on in (("panel", args.panel != "default"), ("limit", args.limit is not None),
+                                          ("plan", args.plan)) if on]
+    if args.model is not None and given:
+        raise InputError("arguments", "model", f"{', '.join(given)}: about the embedded checkpoints (--panel, "
+                                               f"--limit, --plan); not with --model")
+    if args.model is not None:  # a wrong path fails here, before torch is imported
+        from softrank.fastpath.capture.locate import resolve
+
+        resolve(str(args.model))
     if all(getattr(args, name) == 0 for name in MODELS) and args.model is None and args.panel == "default":
         raise InputError("arguments", "minilm", "--minilm 0 and --smollm2 0 leave nothing to run")
     from softrank.replay.reader import MAX_TOLERANCES
@@ -119,24 +128,39 @@ def run(args) -> int:
     if args.plan:
         return _print_plan(args, tolerances, as_json)
     console = Console(stderr=as_json, width=None if (sys.stderr if as_json else sys.stdout).isatty() else 170)
+    created = not Path(args.out).exists()
     settings, hooks = _pipeline_arguments(args, tolerances, console)
     try:
         result = run_pipeline(settings, hooks)
     except RunStopped as err:  # a fault: one line; --resume continues
         print(f"softrank run: error: {err}", file=sys.stderr)
         return err.code
+    except BaseException:
+        if created:
+            remove_if_unwritten(settings.out)
+        raise
     for line in result.summary.errors:  # a malformed record: one line on stderr (the others were replayed)
         print(f"softrank run: error: {line}", file=sys.stderr)
-    _print_table(console, result.table, result.times, result.summary)
+    _print_table(console, result.table, result.times, result.summary, result.notes)
     if as_json:
         from softrank.cli.output import print_json
 
         print_json({"out": str(result.out), "store": str(result.store), "replay": str(result.replay),
                     "report": str(result.page), "table": result.table, "replay_summary": result.summary.as_json(),
-                    "seconds": result.times, "exit_code": result.code})
+                    "notes": result.notes, "seconds": result.times, "exit_code": result.code})
     else:
         print(f"report: {result.page}", flush=True)
     return result.code
+
+
+def remove_if_unwritten(out: Path) -> None:
+    """A folder this run created and wrote nothing into (only its lock and the journal's
+    parameters) is removed when the run fails."""
+    import shutil
+
+    files = [p for p in Path(out).rglob("*") if not p.is_dir()]
+    if all(p.name == ".lock" and p.parent == Path(out) or p.name == "params.json" for p in files):
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def _pipeline_arguments(args, tolerances: list[Tolerance], console):
@@ -194,7 +218,7 @@ def _print_plan(args, tolerances, as_json: bool) -> int:
     return 0
 
 
-def _print_table(console, table: list[dict], times: dict, summary) -> None:
+def _print_table(console, table: list[dict], times: dict, summary, notes=()) -> None:
     from rich.table import Table
 
     t = Table(title="softrank run: float64 brackets, validated replay (baseline: truncated SVD / Frobenius tail)")
@@ -203,11 +227,13 @@ def _print_table(console, table: list[dict], times: dict, summary) -> None:
         t.add_column(col, justify="right" if col not in ("family",) else "left")
     for r in table:
         agree = "-" if r["validated_agreement"] is None else f"{100 * r['validated_agreement']:.1f}%"
-        t.add_row(r["family"], f"{r['eps']:g}", str(r["operators"]), f"{r['median_L']:g}", f"{r['median_U']:g}",
+        t.add_row(r["family"], str(r["eps"]), str(r["operators"]), f"{r['median_L']:g}", f"{r['median_U']:g}",
                   f"{r['median_U_over_L']:.2f}", f"{100 * r['resolved']:.1f}%", agree,
                   f"{r['baseline_median_L']:g}", f"{r['baseline_median_U']:g}",
                   f"{r['baseline_median_U_over_L']:.2f}", f"{100 * r['baseline_resolved']:.1f}%")
     console.print(t)
     console.print(summary.line())
+    for note in notes:  # a randomly initialised model says so
+        console.print(f"note: {note}", markup=False)
     console.print("time: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())
                   + f", total {sum(times.values()):.0f} s")

@@ -25,6 +25,7 @@ writes every figure as ``DIR/FIGURE.png`` (``figures=``).  The page's sections a
 
 from __future__ import annotations
 
+import html
 import json
 from collections import Counter
 from pathlib import Path
@@ -64,6 +65,9 @@ def load(replay_dir) -> dict:
 
 def _normalised(data: dict) -> dict:
     """Rows as the page reads them: ``chi`` of older tables as ``chi_upper``, lists never None."""
+    from softrank.findings.kinds import by_kind
+
+    data["rows"], data["verdicts"] = by_kind(data["rows"], data["verdicts"])  # a family per attention kind
     rows, verdicts = data["rows"], data["verdicts"]
     for r in rows:
         if "chi_upper" not in r:
@@ -108,8 +112,12 @@ def write_report_data(rows: list[dict], verdicts: list[dict], out, figures=None,
 
 
 def _write(data: dict, out, figures, info: dict | None, research: bool = False) -> Path:
+    from softrank.findings.kinds import NEAR_UNIFORM, near_uniform
+
     page = Page()
     _header(page, data)
+    for fam in near_uniform(data["rows"]):  # a randomly initialised model: said before any figure
+        page.add(f'<p class="note near-uniform"><strong>{html.escape(fam)}</strong>: {html.escape(NEAR_UNIFORM)}.</p>')
     summary = _brackets(page, data["rows"])
     if research:  # softrank run --panel full: beside the research page's float64 figures
         from softrank.findings.report_research import research_section

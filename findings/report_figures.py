@@ -121,7 +121,11 @@ def bracket_data(rows: list[dict], family: str) -> dict:
 
 
 def family_summary(rows: list[dict]) -> list[dict]:
-    """Per family and eps: operators, median L, median U, median U/L, resolved share, closed share."""
+    """Per family (and attention kind, ``softrank.findings.kinds``) and eps: operators, median L,
+    median U, median U/L, resolved share, closed share."""
+    from softrank.findings.kinds import by_kind
+
+    rows = by_kind(rows)[0]
     table = []
     for family in families(ok_rows(rows)):
         for eps in eps_order(rows):
@@ -161,10 +165,14 @@ def record_rows(rows: list[dict]) -> list[dict]:
     """One entry per row of the replay table, in its order: record, model, layer, head, source
     (``source_id``), block (``block_width``), eps, L, U (validated; U is the full rank without a
     proved witness) and ``status``."""
+    from softrank.fastpath.capture.labels import model_label
+
     out = []
     for r in rows:
         ok = r.get("status") == "ok"
-        out.append({"record_id": r["record_id"], "model": r.get("model"), "layer": r.get("layer"),
+        model = r.get("model")  # the model's name (a checkpoint folder's, not the path as typed)
+        out.append({"record_id": r["record_id"], "model": model_label(model) if isinstance(model, str) and model
+                    else model, "layer": r.get("layer"),
                     "head": r.get("head"), "source": r.get("source_id"), "block": r.get("block_width"),
                     "eps": r.get("eps"), "L": lower_end(r) if ok else None,
                     "U": upper_end(r) if ok and r.get("m") and r.get("N") else None, "status": status(r)})

@@ -23,13 +23,13 @@ import errno
 import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from softrank.fastpath.runner import Journal, WorkersFailed
 from softrank.pipeline.lock import OutputLock
 from softrank.pipeline.steps import STEPS, Hooks, Settings
-from softrank.pipeline.summary import replay_by_tolerance, summarise, write_summary
+from softrank.pipeline.summary import near_uniform_notes, replay_by_tolerance, summarise, write_summary
 
 PARTIAL = ".partial"
 FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
@@ -51,6 +51,7 @@ class RunResult:
     summary: object  # softrank.findings.replay_job.ReplaySummary
     times: dict[str, float]
     code: int
+    notes: list[str] = field(default_factory=list)  # e.g. a randomly initialised model's near-uniform attention
 
 
 def run_pipeline(settings: Settings, hooks: Hooks) -> RunResult:
@@ -97,11 +98,13 @@ def _run(settings: Settings, hooks: Hooks) -> RunResult:
 
     replay = results["replay"]
     summary = ReplaySummary(**replay["summary"])
-    table = summarise(results["bracket"]["rows"], replay_by_tolerance(replay["rows"]), settings.tolerances)
+    joined = replay_by_tolerance(replay["rows"])
+    table = summarise(results["bracket"]["rows"], joined, settings.tolerances)
+    notes = near_uniform_notes(results["bracket"]["rows"], joined)
     write_summary(out, table, times)
     page = write_report(out / "replay", out / "report.html", research=settings.panel == "full")
     return RunResult(out=out, store=settings.store, replay=out / "replay", page=page, table=table, summary=summary,
-                     times=times, code=0 if not summary.malformed else 2)
+                     times=times, code=0 if not summary.malformed else 2, notes=notes)
 
 
 __all__ = ["run_pipeline", "RunResult", "RunStopped", "Settings", "Hooks", "PARTIAL"]

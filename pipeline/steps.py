@@ -155,7 +155,7 @@ class BracketStep:
 
 
 # the replay's columns the summary reads
-REPLAY_KEYS = ("record_id", "status", "eps", "validated_lower", "validated_upper")
+REPLAY_KEYS = ("record_id", "status", "eps", "validated_lower", "validated_upper", "attention")
 
 
 class ReplayStep:

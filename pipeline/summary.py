@@ -28,12 +28,29 @@ def _int(v):
 
 def summarise(rows: list[dict], replay_rows: dict, tolerances: list[Tolerance]) -> list[dict]:
     """One row per (family, eps): float64 bracket statistics, baseline, validated agreement; the
-    bracket's rows and the replay's are joined on the run's ``Tolerance`` (its text in their rows)."""
+    bracket's rows and the replay's are joined on the run's ``Tolerance`` (its text in their rows).
+    A family with several attention kinds (the replay's ``attention``) is one family per kind,
+    ``t5 (encoder-self)`` (``softrank.findings.kinds``)."""
+    from softrank.findings.kinds import kind_labels
+
+    attention = {rid: row.get("attention") for (rid, _), row in replay_rows.items()}
+    labels = kind_labels([{"record_id": r["record_id"], "family": r["family"] or r["model"],
+                           "attention": attention.get(r["record_id"])} for r in rows])
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault((r["family"] or r["model"], r["eps_text"]), []).append(r)
+        groups.setdefault((labels[r["record_id"]], r["eps_text"]), []).append(r)
     return [_family_row(fam, tol, groups[fam, tol.text], replay_rows)
             for fam in sorted({fam for fam, _ in groups}) for tol in tolerances if (fam, tol.text) in groups]
+
+
+def near_uniform_notes(rows: list[dict], replay_rows: dict) -> list[str]:
+    """One line per family (by attention kind) whose every operator's validated bracket is [1, 1]
+    at every eps (``softrank.findings.kinds.near_uniform``): a randomly initialised model."""
+    from softrank.findings.kinds import NEAR_UNIFORM, near_uniform
+
+    family = {r["record_id"]: r["family"] or r["model"] for r in rows}
+    replayed = [{**row, "family": family.get(rid, "")} for (rid, _), row in replay_rows.items()]
+    return [f"{fam}: {NEAR_UNIFORM}" for fam in near_uniform(replayed)]
 
 
 def _family_row(fam: str, tol: Tolerance, sel: list[dict], replay_rows: dict) -> dict:
@@ -51,7 +68,7 @@ def _family_row(fam: str, tol: Tolerance, sel: list[dict], replay_rows: dict) ->
         agree += (_int(rep.get("validated_lower")) == r["lower"]
                   and _int(rep.get("validated_upper")) == r["upper"])
     return {
-        "family": fam, "eps": tol.binary64, "operators": len(sel),
+        "family": fam, "eps": tol.text, "operators": len(sel),
         "shape": f"{sel[0]['m']}x{sel[0]['N']}",
         "median_L": statistics.median(L), "median_U": statistics.median(U),
         "median_U_over_L": statistics.median(u / max(l, 1) for u, l in zip(U, L)),

@@ -103,6 +103,18 @@ def unsupported(module, dropout, kwargs: dict) -> str:
     return ""
 
 
+def decode_step(session, module, query, key) -> str:
+    """Why a self-attention call with fewer queries than keys (a decode step of ``generate``, or
+    a chunk over a key-value cache) is refused, or '': its operator depends on keys computed in
+    earlier passes, which the capture of this call cannot check."""
+    _, _, cross, _ = session.wanted(module)
+    m, n = int(query.shape[-2]), int(key.shape[-2])
+    if cross or m >= n:
+        return ""
+    return (f"a decode step over a key-value cache ({m} new quer{'y' if m == 1 else 'ies'}, {n} keys, "
+            f"{n - m} cached): run the full sequence in one pass (use_cache=False) to capture it")
+
+
 def capture_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     """Attention function registered as ``CAPTURE_IMPLEMENTATION``: runs the module's own eager
     attention, then records the call (with the probabilities it computed)."""
@@ -116,6 +128,7 @@ def capture_attention(module, query, key, value, attention_mask, scaling=None, d
         probs = out[1] if isinstance(out, tuple) and len(out) > 1 else None
         if not problem and probs is None:
             problem = "its eager attention returned no probabilities to check the capture against"
+        problem = problem or decode_step(session, module, query, key)
         if problem:
             session.refuse(module, problem)
         else:
@@ -218,15 +231,23 @@ def input_digest(args, kwargs) -> str:
 def _watch_calls(model, session) -> tuple[list[int], list]:
     """A call counter on the model and each of its sub-models (a pass may start at
     ``base_model``); the outermost call's input digest goes to ``session.input_sha256``."""
-    calls = [0]
+    calls, depth = [0], [0]
 
     def hook(_module, args, kwargs):
-        if calls[0] == 0 or session.input_sha256 is None:
-            session.input_sha256 = input_digest(args, kwargs)
+        if depth[0] == 0:  # an outermost call: a forward pass of its own
+            digest = input_digest(args, kwargs)
+            if session.input_sha256 is None:
+                session.input_sha256 = digest
+            session.begin_pass(digest)
         calls[0] += 1
+        depth[0] += 1
 
-    handles = [m.register_forward_pre_hook(hook, with_kwargs=True) for m in model.modules()
-               if getattr(m, "config", None) is not None or m is model]
+    def done(*_args):
+        depth[0] -= 1
+
+    models = [m for m in model.modules() if getattr(m, "config", None) is not None or m is model]
+    handles = [m.register_forward_pre_hook(hook, with_kwargs=True) for m in models]
+    handles += [m.register_forward_hook(done, always_call=True) for m in models]
     return calls, handles
 
 

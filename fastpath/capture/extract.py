@@ -18,7 +18,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from softrank.fastpath.capture.inputs import block_widths, pass_sources, text_sources
+from softrank.fastpath.capture.inputs import block_widths, model_window, pass_sources, text_sources
 from softrank.errors import InputError
 
 # Defaults per named model: the research panel (>= 64 MiniLM operators at 256 x 256,
@@ -178,6 +178,8 @@ def _plan(lm, opts, passages) -> dict[str, Any]:
     tokens = int(opts["tokens"])
     if not opts.get("tokens_given") and lm.max_positions is not None and lm.kind != "vision":
         tokens = min(tokens, lm.max_positions)  # the default pass fits a small model's positions
+    if not opts.get("tokens_given") and opts.get("operators") != "native" and model_window(lm) is not None:
+        tokens = min(tokens, model_window(lm))  # and its sliding window (a block must see every key)
     kinds = opts.get("operators") or "blocks"
     widths = block_widths(lm, opts, tokens,
                           passages if lm.kind in ("decoder", "seq2seq") and kinds != "native" else None,

@@ -23,8 +23,8 @@ def text_sources(opts):
 
 def block_widths(lm, opts, tokens: int, passages=None, blocks: bool = True) -> list[int]:
     """Block widths for causal models (default: those of ``BLOCK_WIDTHS`` the pass fits; with
-    given texts, the pass is the shortest text's tokens, and when none of ``BLOCK_WIDTHS`` fits
-    it, the widest block it allows, N = (P + 1) // 2), none otherwise or when ``blocks`` is
+    given texts, the pass is the shortest text's tokens; when none of ``BLOCK_WIDTHS`` fits the
+    pass (a model with 64 positions, say), the widest block it allows, N = (P + 1) // 2), none otherwise or when ``blocks`` is
     false (native operators only); the pass length is checked against the model's positions and
     the widths."""
     from softrank.fastpath.capture.operators import BLOCK_WIDTHS
@@ -47,12 +47,8 @@ def block_widths(lm, opts, tokens: int, passages=None, blocks: bool = True) -> l
         shortest = min(len(lm.encode_text(p.text, tokens)) for p in passages)
         widths = [w for w in BLOCK_WIDTHS if 2 * w - 1 <= shortest] or ([(shortest + 1) // 2] if shortest else None)
         tokens = min(tokens, shortest) if shortest else tokens
-    if widths is None:
-        widths = [w for w in BLOCK_WIDTHS if 2 * w - 1 <= tokens]
-        if not widths:
-            raise InputError("arguments", "tokens",
-                             f"a pass of {tokens} tokens is too short for any block width "
-                             f"{list(BLOCK_WIDTHS)} (width N needs 2N-1 tokens)")
+    if widths is None:  # those of BLOCK_WIDTHS the pass fits, else the widest block it allows
+        widths = [w for w in BLOCK_WIDTHS if 2 * w - 1 <= tokens] or [(tokens + 1) // 2]
     widths = sorted({int(w) for w in widths})
     if widths[0] < 1:
         raise InputError("arguments", "widths", f"block widths must be positive, got {widths[0]}")
@@ -75,6 +71,9 @@ def pass_sources(lm, opts, passages) -> list:
 
     images = opts.get("images")
     n_sources = int(opts["sources"]) if passages is None else len(passages)
+    if lm.kind in ("vision", "blip2") and passages is not None:
+        raise InputError("arguments", "texts", f"texts do not fit {lm.label}, a vision model ({lm.family}): "
+                                               f"give images (--images, --image-file), or no input for synthetic ones")
     if lm.kind not in ("vision", "blip2"):
         if images:
             raise InputError("arguments", "image-file", f"image files need a vision model (vit, blip-2), "
@@ -89,3 +88,14 @@ def pass_sources(lm, opts, passages) -> list:
 
     shipped = default_images(lm, n_sources, int(opts["seed"]))  # a shipped checkpoint's sample crops
     return shipped if shipped is not None else synthetic_images(n_sources, int(opts["seed"]), size=size, channels=channels)
+
+
+def model_window(lm) -> int | None:
+    """The sliding window a causal model applies (``config.sliding_window`` unless the config turns
+    it off with ``use_sliding_window=False``), else None: a block over a pass longer than the
+    window is refused, so the default pass of such a model is at most the window."""
+    cfg = lm.config.text_config if lm.kind == "blip2" else lm.config
+    window = getattr(cfg, "sliding_window", None)
+    if lm.kind not in ("decoder", "seq2seq") or not isinstance(window, int) or isinstance(window, bool) or window < 1:
+        return None
+    return None if getattr(cfg, "use_sliding_window", True) is False else window

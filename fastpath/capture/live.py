@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from softrank.fastpath.capture.dispatch import CaptureWarning, capturing, input_digest
 from softrank.fastpath.capture.locate import tag_of
+from softrank.fastpath.capture.names import ModuleNames
 from softrank.fastpath.capture.operators import OPERATOR_KINDS, Refusal, operators_for, provenance, record_id
 from softrank.fastpath.capture.session import link_cross_queries, valid_positions
 
@@ -18,5 +19,5 @@ def model_tag(model_name: str) -> str:
     return tag_of(model_name)
 
 
-__all__ = ["OPERATOR_KINDS", "CaptureWarning", "Refusal", "capturing", "input_digest", "link_cross_queries", "model_tag", "operators_for",
+__all__ = ["OPERATOR_KINDS", "CaptureWarning", "ModuleNames", "Refusal", "capturing", "input_digest", "link_cross_queries", "model_tag", "operators_for",
            "provenance", "record_id", "valid_positions"]

@@ -84,6 +84,7 @@ class Capture:
     sliding_window: int | None = None  # the window the module passed (its mask applies it; provenance only)
     route: str = "attention-interface"  # which capture route made it (provenance ``route``)
     checks: dict = field(default_factory=dict)  # the route's own checks of the call (provenance)
+    pass_index: int = 0  # which forward pass of the capture block made the call (0, 1, ...)
 
     @property
     def num_heads(self) -> int:
@@ -209,11 +210,11 @@ def link_cross_queries(captures: list[Capture]) -> None:
     for cap in captures:
         if cap.attention != "cross" and cap.shape[0] == cap.shape[1]:
             stack, layer, _ = split_name(cap.module)
-            selfs.setdefault((stack, layer, cap.call, cap.shape[0]), cap)
+            selfs.setdefault((stack, layer, cap.pass_index, cap.call, cap.shape[0]), cap)
     for cap in captures:
         if cap.attention == "cross" and cap.query_valid is None:
             stack, layer, _ = split_name(cap.module)
-            dec = selfs.get((stack, layer, cap.call, cap.shape[0]))
+            dec = selfs.get((stack, layer, cap.pass_index, cap.call, cap.shape[0]))
             if dec is not None and dec.batch_size == cap.batch_size:
                 cap.query_valid = [valid_positions(dec, b)[0] for b in range(cap.batch_size)]
 
@@ -243,6 +244,12 @@ class CaptureSession:
         self.refused: list[tuple[str, str]] = []  # (module, reason)
         self.calls: dict[str, int] = {}
         self._bias_cache: dict[int, torch.Tensor] = {}
+        self.passes: list[str] = []  # the input SHA-256 of each forward pass (outermost model call)
+
+    def begin_pass(self, digest: str) -> None:
+        """A new forward pass: its calls are counted afresh (``-c<k>`` is for weight-shared layers)."""
+        self.passes.append(digest)
+        self.calls = {}
 
     def __enter__(self):
         _ACTIVE.append(self)
@@ -303,7 +310,7 @@ class CaptureSession:
                       queries=_host(query), keys=_host(key), scale=float(scaling), bias=total, masked=masked,
                       probs=_host(probs), softcap=None if softcap is None else float(softcap),
                       dtype=dtype_name(query.dtype), device=str(query.device), id_part=qualifier, call=call,
-                      model_logits=model_logits, route=route,
+                      model_logits=model_logits, route=route, pass_index=max(len(self.passes) - 1, 0),
                       sliding_window=sliding_window if isinstance(sliding_window, int) else None)
         if not cross and cap.masked is not None:
             rows, cols = valid_positions(cap, 0)

@@ -119,9 +119,10 @@ def test_models_outside_the_interface_and_models_without_attention():
 
 def test_a_pass_that_reaches_no_capture_warns():
     model = FAMILIES["llama"][0]().eval()
-    # the model has layers 0 and 1
+    # the model has layers 0 and 1: softrank.capture refuses layer 7 (test_capturing.py); the
+    # capture underneath warns when no wanted layer ran
     with pytest.warns(CaptureWarning, match="no attention call reached the capture"), \
-            softrank.capture(model, layers=[7]), torch.no_grad():
+            capturing(model, layers={7}), torch.no_grad():
         model(input_ids=IDS)
 
 

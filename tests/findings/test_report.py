@@ -299,3 +299,40 @@ def test_run_writes_the_report_by_default(tmp_path, capsys):
     assert f"report: {out / 'report.html'}" in capsys.readouterr().out
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "<h1>SoftRank report</h1>" in page and 'id="img-brackets-synthetic"' in page
+
+
+def _kind_record(store, rid, attention, layer, h):
+    a = rowsoftmax64(h)
+    prov = {"model": "/ckpt/path/toyt5", "family": "toyt5", "attention": attention, "layer": layer, "head": 0}
+    with RecordWriter(store, rid, prov) as w:
+        w.set_logits(h)
+        w.set_a_hat(a)
+        x, y, s = tsvd_witness(a, 0.25)
+        w.add_tolerance(0.25, upper=(x, y, "tsvd"), lower=[{"kind": "frobenius", "lower": frobenius_lower(s, len(h), 0.25)}],
+                        float64={"lower": frobenius_lower(s, len(h), 0.25), "upper": x.shape[1]})
+
+
+def test_attention_kinds_of_a_family_are_grouped_apart_and_near_uniform_is_said(tmp_path):
+    from softrank.findings.replay_job import replay_store
+    from softrank.findings.report import write_report
+
+    rng = np.random.default_rng(5)
+    store = tmp_path / "store"
+    for i, kind in enumerate(("encoder-self", "cross")):  # layer 0 of both: never one cell
+        h = 4.0 * rng.normal(size=(12, 3)) @ rng.normal(size=(3, 12))
+        _kind_record(store, f"toyt5-{kind}", kind, 0, h)
+    write_index(store)
+    replay_store(store, tmp_path / "replay")
+    page = write_report(tmp_path / "replay", tmp_path / "report.html").read_text(encoding="utf-8")
+    cells = _data(page, "table-heads-toyt5__encoder-self_-0_25") + _data(page, "table-heads-toyt5__cross_-0_25")
+    assert sorted(c["family"] for c in cells) == ["toyt5 (cross)", "toyt5 (encoder-self)"]
+    assert all(c["operators"] == 1 for c in cells)
+    assert sorted(r["family"] for r in _data(page, "table-summary")) == ["toyt5 (cross)", "toyt5 (encoder-self)"]
+    assert {r["model"] for r in _data(page, "table-records")} == {"toyt5"}  # the model's name, not the path
+    assert "near-uniform" not in page
+    flat = tmp_path / "flat"
+    _kind_record(flat, "flat-1", "encoder-self", 0, np.zeros((12, 12)))
+    write_index(flat)
+    replay_store(flat, tmp_path / "flat-replay")
+    page = write_report(tmp_path / "flat-replay", tmp_path / "flat.html").read_text(encoding="utf-8")
+    assert len(re.findall(r'<p class="note near-uniform"><strong>toyt5</strong>: every operator', page)) == 1

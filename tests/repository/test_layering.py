@@ -84,6 +84,7 @@ PRODUCER_PUBLIC = (
     "softrank.fastpath.capture.live",  # live capture for the Python API
     "softrank.fastpath.capture.lens",  # live capture of TransformerLens (and nnsight-wrapped) models
     "softrank.fastpath.capture.labels",  # the model label of a record
+    "softrank.fastpath.capture.locate",  # where a model is (a path checked before torch is imported)
     "softrank.fastpath.capture.panels",  # softrank run's panels
     "softrank.fastpath.bracket.matrix",  # the bracket of one matrix
     "softrank.fastpath.bracket.store",  # the bracket job over a store
@@ -480,7 +481,7 @@ def test_a_planted_floor_violation_is_caught(tmp_path, path, planted):
 
 @pytest.mark.parametrize("folder, planted", [
     ("cli", "from softrank.fastpath.upper.minimax import DescentSettings\n"),
-    ("cli", "from softrank.fastpath.capture import locate\n"),
+    ("cli", "from softrank.fastpath.capture import session\n"),
     ("cli", "def f():\n    from ..fastpath.tighten.upper import descend_minimax\n"),
     ("api", "from softrank.fastpath.capture.session import valid_positions\n"),
     ("api", "import softrank.fastpath.operator_cache\n"),

@@ -50,7 +50,8 @@ class RecordWriter:
     new record is discarded).  The default replaces it (bracketing writes a record over itself).
     """
 
-    def __init__(self, store: str | os.PathLike, record_id: str, provenance: dict[str, Any], overwrite: bool = True):
+    def __init__(self, store: str | os.PathLike, record_id: str, provenance: dict[str, Any], overwrite: bool = True,
+                 support=None):
         if not RECORD_ID_RE.match(record_id):
             raise ValueError(f"invalid record id {record_id!r}")
         self.store = Path(store)
@@ -70,6 +71,7 @@ class RecordWriter:
         }
         self._names: set[str] = set()
         self.shape: tuple[int, ...] | None = None  # (m, N) once the operator is set
+        self.support = support  # replay.support.Support or None: written as operator.support at commit
 
     @classmethod
     def from_record(cls, store: str | os.PathLike, record: Record, provenance_update: dict | None = None) -> "RecordWriter":
@@ -174,6 +176,11 @@ class RecordWriter:
         try:
             if self.doc["operator"] is None or self.doc["a_hat"] is None:
                 raise ValueError("record needs an operator and a_hat before commit")
+            if self.support is not None:  # no key at all when every entry is visible
+                s = self.support
+                self.doc["operator"]["support"] = {"form": s.form, **(
+                    {"bits": self.array("support", s.bits, dtype="uint8", ndim=1)} if s.form == "packed"
+                    else {"offset": s.offset} if s.form == "causal" else {"size": s.size, "offset": s.offset})}
             try:
                 text = json.dumps(_jsonable(self.doc), indent=1, allow_nan=False)
             except RecursionError:  # e.g. a provenance nested deeper than Python can recurse

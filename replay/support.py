@@ -33,7 +33,7 @@ class Support:
         if self.form == "packed":
             return np.unpackbits(self.bits, count=m * n).reshape(m, n).astype(bool)
         ahead = np.arange(m)[:, None] + self.offset - np.arange(n)  # i + offset - j
-        return (ahead >= 0) & (ahead < (min(self.size, m + n) if self.form == "window" else m + n))
+        return (ahead >= 0) & (ahead < self.size if self.form == "window" else True)
 
 
 def support_mask(support, m: int, n: int, where: str) -> np.ndarray | None:

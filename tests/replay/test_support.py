@@ -73,6 +73,19 @@ def _refused(support, m, n, field):
     return err.value.one_line()
 
 
+def test_largest_offset_and_every_padding_bit():
+    for support in (Support("causal", 4), Support("window", 4, 3)):  # offset N - 1: row 0 sees key N - 1
+        assert support_mask(support, 2, 5, "w")[0, 4]
+    mask = np.ones((5, 7), bool)
+    mask[0, 3] = False  # 35 bits: the last 5 bits of the last byte are padding
+    bits = np.packbits(mask.reshape(-1))
+    assert np.array_equal(support_mask(Support("packed", bits=bits), 5, 7, "w"), mask)
+    for bit in range(5):
+        padded = bits.copy()
+        padded[-1] |= np.uint8(1 << bit)
+        _refused(Support("packed", bits=padded), 5, 7, "operator.support.bits")
+
+
 def test_refusals_in_memory():
     assert "past the matrix" in _refused(Support("causal", 5), 3, 5, "operator.support.offset")
     _refused(Support("causal", -1), 3, 5, "operator.support.offset")
@@ -130,6 +143,7 @@ def test_reader_forms_round_trip(tmp_path):
     (lambda op: op["support"].update(form=3), "operator.support.form"),
     (lambda op: op["support"].pop("offset"), "operator.support.offset"),
     (lambda op: op["support"].update(extra=1), "operator.support"),
+    (lambda op: op["support"].update(zzz=1, aaa=2), "'aaa'"),
     (lambda op: op["support"].update(size=4), "operator.support"),
     (lambda op: op["support"].update(offset=9), "operator.support.offset"),
     (lambda op: op["support"].update(offset=-1), "operator.support.offset"),
@@ -140,7 +154,10 @@ def test_reader_forms_round_trip(tmp_path):
 def test_reader_refuses_structured(tmp_path, edit, field):
     folder = _store_record(tmp_path, causal(6, 9, 3))
     _rewrite(folder, edit)
-    _read_refused(folder, field)
+    if field.startswith("'"):  # the first unexpected key, by name
+        assert f"unexpected key {field}" in _read_refused(folder, "operator.support")
+    else:
+        _read_refused(folder, field)
 
 
 def test_reader_null_support_is_unmasked(tmp_path):

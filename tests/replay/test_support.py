@@ -88,6 +88,8 @@ def test_largest_offset_and_every_padding_bit():
 
 def test_refusals_in_memory():
     assert "past the matrix" in _refused(Support("causal", 5), 3, 5, "operator.support.offset")
+    assert "in [0, 5], got 6 (past the matrix)" in _refused(Support("causal", 6), 3, 6, "operator.support.offset")
+    assert "in [1, " in _refused(Support("window", 0, -3), 3, 6, "operator.support.size")
     _refused(Support("causal", -1), 3, 5, "operator.support.offset")
     _refused(Support("causal", True), 3, 5, "operator.support.offset")
     _refused(Support("causal", 1.0), 3, 5, "operator.support.offset")
@@ -220,4 +222,8 @@ def test_refuse_masked(tmp_path):
     with pytest.raises(InputError) as err:
         refuse_masked(masked)
     assert THEOREM_REFUSAL in err.value.one_line() and err.value.field == "operator.support"
+    assert err.value.where == str(tmp_path / "records" / "m")  # the record's folder
+    with pytest.raises(InputError) as err:
+        refuse_masked(Record.from_logits(np.zeros((2, 2)), record_id="mem", mask=np.eye(2, dtype=bool)))
+    assert err.value.where == "mem"  # a record in memory: its id
     refuse_masked(read_record(_store_record(tmp_path, np.ones((4, 4), bool), "u")))  # no error

@@ -90,7 +90,7 @@ def test_refusals_in_memory():
     assert "past the matrix" in _refused(Support("causal", 5), 3, 5, "operator.support.offset")
     assert "in [0, 5], got 6 (past the matrix)" in _refused(Support("causal", 6), 3, 6, "operator.support.offset")
     assert "in [1, " in _refused(Support("window", 0, -3), 3, 6, "operator.support.size")
-    _refused(Support("causal", -1), 3, 5, "operator.support.offset")
+    assert "past" not in _refused(Support("causal", -1), 3, 5, "operator.support.offset")
     _refused(Support("causal", True), 3, 5, "operator.support.offset")
     _refused(Support("causal", 1.0), 3, 5, "operator.support.offset")
     _refused(Support("window", 0, 0), 3, 5, "operator.support.size")

@@ -214,6 +214,7 @@ def test_masked_records_replay_end_to_end(tmp_path):
     for rid, (eps, rank, lower, form) in info.items():
         r = rows[rid]
         assert r["validated_upper"] == rank, (rid, r)  # the witness, charged over every entry
+        assert r["upper_route"] == "binary64-bound"  # the binary64 enclosure (Step Z) is available
         assert r["validated_lower"] == lower >= 2, (rid, r)
         assert all(o["outcome"] == "proved" for o in r["lower_outcomes"]), r["lower_outcomes"]
         assert any(f"over the {form} support" in a for a in r["assumptions"])

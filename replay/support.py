@@ -73,7 +73,7 @@ def support_of_mask(mask) -> Support | None:
     offset, first = mask.shape[1] - 1 - int(mask[0, ::-1].argmax()), mask.argmax(axis=1)  # first: per row
     i = int(np.argmax(first))  # the row whose window starts last
     for cand in (Support("causal", offset), Support("window", offset, i + offset + 1 - int(first[i]))):
-        if mask[0].any() and np.array_equal(cand.boolean(*mask.shape), mask):
+        if np.array_equal(cand.boolean(*mask.shape), mask):  # an empty row 0 matches neither
             return cand
     return Support("packed", bits=np.packbits(mask.reshape(-1)))
 

@@ -63,6 +63,8 @@ def test_random_mask_is_packed_and_round_trips():
         assert np.array_equal(support_mask(s, m, n, "w"), mask)
         assert np.array_equal(support_of_mask(mask).bits, s.bits)  # the same bytes every time
     assert support_of_mask(np.ones((3, 4), bool)) is None
+    empty_first = np.tril(np.ones((4, 6), bool), k=-1)  # row 0 sees nothing: packed (then refused)
+    assert support_of_mask(empty_first).form == "packed"
 
 
 def _refused(support, m, n, field):
@@ -99,7 +101,8 @@ def test_refusals_in_memory():
     _refused("causal", 3, 5, "operator.support.form")
     bits = np.packbits(np.ones(15, bool))
     _refused(Support("packed", bits=bits[:1]), 3, 5, "operator.support.bits")  # wrong length
-    _refused(Support("packed", bits=bits.astype(np.int64)), 3, 5, "operator.support.bits")  # wrong dtype
+    for dtype in (np.int64, np.int8, bool):  # wrong dtypes
+        _refused(Support("packed", bits=bits.astype(dtype)), 3, 5, "operator.support.bits")
     _refused(Support("packed", bits=[255, 254]), 3, 5, "operator.support.bits")  # not an array
     padded = bits.copy()
     padded[-1] |= 1  # bit 16 of 15: padding

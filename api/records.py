@@ -15,8 +15,9 @@ import math
 import numpy as np
 from softrank.fastpath.float64 import rowsoftmax64
 from softrank.replay import record as core
-from softrank.replay.tolerance import Tolerance
 from softrank.errors import InputError
+from softrank.replay.support import support_mask, support_of_mask
+from softrank.replay.tolerance import Tolerance
 
 MEMORY_ID = "memory"
 
@@ -51,6 +52,23 @@ def _scale(scale, rid: str) -> float:
     return beta
 
 
+def _support(mask, shape: tuple[int, int], rid: str):
+    """(support, bool mask or None) of a user's m x N mask (True: the query sees the key; None: all)."""
+    if mask is None:
+        return None, None
+    arr = np.asarray(mask)
+    if arr.shape != shape or not (arr.dtype == bool or np.isin(arr, (0, 1)).all()):
+        raise InputError(rid, "mask", f"expected an m x N = {list(shape)} array of booleans, got "
+                                      f"{arr.dtype} with shape {list(arr.shape)}")
+    support = support_of_mask(arr.astype(bool))
+    return support, support_mask(support, *shape, rid)
+
+
+def _masked_softmax(h: np.ndarray, mask) -> np.ndarray:
+    """The producer's float64 A_hat: the row softmax over the visible keys, exact 0 elsewhere."""
+    return rowsoftmax64(h if mask is None else np.where(mask, h, -np.inf))
+
+
 def _record_id(record_id: str) -> str:
     if not isinstance(record_id, str) or not core.RECORD_ID_RE.match(record_id):
         raise InputError(str(record_id), "record_id", "a record id is 1-200 characters [A-Za-z0-9._-], "
@@ -62,22 +80,29 @@ class Record(core.Record):
     """A record (``softrank.replay.record.Record``) built in memory.
 
     ``Record.from_logits(H)``: ``A = rowsoftmax(H)``; ``Record.from_qk(Q, K, scale, bias)``:
-    ``A = rowsoftmax(scale Q K^T + bias)``; ``record.with_upper(eps=..., X=..., Y=...)`` adds a
+    ``A = rowsoftmax(scale Q K^T + bias)``; either with ``mask=M`` (m x N bool): the softmax over
+    the keys each query sees, 0 elsewhere (``record.mask``: None when nothing is hidden, else M);
+    ``record.with_upper(eps=..., X=..., Y=...)`` adds a
     witness ``X Y^T`` claimed to be within eps of A.  ``path`` is None (no folder)."""
 
     @classmethod
-    def from_logits(cls, H, record_id: str = MEMORY_ID, provenance: dict | None = None) -> Record:
-        """The operator ``rowsoftmax(H)`` of binary64 logits ``H`` (m x N), no tolerances."""
+    def from_logits(cls, H, record_id: str = MEMORY_ID, provenance: dict | None = None, mask=None) -> Record:
+        """The operator ``rowsoftmax(H)`` of binary64 logits ``H`` (m x N), no tolerances; with
+        ``mask`` (m x N bool, True where query i sees key j), the softmax over the visible keys,
+        0 elsewhere (the hidden logits are kept but never used)."""
         rid = _record_id(record_id)
         h = _matrix(H, rid, "logits")
+        support, seen = _support(mask, h.shape, rid)
         return cls(record_id=rid, path=None, schema_version=core.SCHEMA_VERSION_WRITTEN,
                    provenance=dict(provenance or {}), form="logits", logits=h, queries=None, keys=None,
-                   scale=None, bias=None, a_hat=rowsoftmax64(h), tolerances=[])
+                   scale=None, bias=None, a_hat=_masked_softmax(h, seen), tolerances=[], support=support)
 
     @classmethod
-    def from_qk(cls, Q, K, scale, bias=None, record_id: str = MEMORY_ID, provenance: dict | None = None) -> Record:
+    def from_qk(cls, Q, K, scale, bias=None, record_id: str = MEMORY_ID, provenance: dict | None = None,
+                mask=None) -> Record:
         """The operator ``rowsoftmax(scale * Q K^T + bias)``: queries ``Q`` (m x d), keys ``K``
-        (N x d), a finite ``scale``, an optional additive ``bias`` (m x N)."""
+        (N x d), a finite ``scale``, an optional additive ``bias`` (m x N), an optional ``mask`` as
+        for :meth:`from_logits`."""
         rid = _record_id(record_id)
         q, k = _matrix(Q, rid, "queries"), _matrix(K, rid, "keys")
         if q.shape[1] != k.shape[1]:
@@ -87,16 +112,18 @@ class Record(core.Record):
         if b is not None and b.shape != (q.shape[0], k.shape[0]):
             raise InputError(rid, "bias", f"shape {list(b.shape)} disagrees with operator shape "
                                           f"[{q.shape[0]}, {k.shape[0]}]")
+        support, seen = _support(mask, (q.shape[0], k.shape[0]), rid)
         with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
             h = beta * (q @ k.T)
             h = h if b is None else h + b
+            h = h if seen is None else np.where(seen, h, 0.0)  # hidden logits are never used
         if not np.all(np.isfinite(h)):
             bad = np.argwhere(~np.isfinite(h))[0].tolist()
             raise InputError(rid, "scale", f"the logits scale * Q K^T{' + bias' if b is not None else ''} overflow "
                                            f"binary64 at {bad}, so A_hat cannot be computed (scale down Q, K or scale)")
         return cls(record_id=rid, path=None, schema_version=core.SCHEMA_VERSION_WRITTEN,
                    provenance=dict(provenance or {}), form="qk", logits=None, queries=q, keys=k,
-                   scale=beta, bias=b, a_hat=rowsoftmax64(h), tolerances=[])
+                   scale=beta, bias=b, a_hat=_masked_softmax(h, seen), tolerances=[], support=support)
 
     @classmethod
     def from_record(cls, record: core.Record) -> Record:

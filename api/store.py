@@ -64,7 +64,8 @@ class Store:
 
         check_record(record)
         try:
-            with RecordWriter(self.path, record.record_id, dict(record.provenance), overwrite=overwrite) as writer:
+            with RecordWriter(self.path, record.record_id, dict(record.provenance), overwrite=overwrite,
+                              support=record.support) as writer:
                 if record.form == "logits":
                     writer.set_logits(record.logits)
                 else:

@@ -180,9 +180,9 @@ def _enclosure(rec):
     """The enclosure ``replay_record`` uses, and chi (None, None when A cannot be enclosed)."""
     operator = dict(logits=rec.logits, queries=rec.queries, keys=rec.keys, scale=rec.scale, bias=rec.bias)
     try:
-        enc = softmax_binary64_enclosure(**operator) if binary64_environment_ok() else None
+        enc = softmax_binary64_enclosure(**operator, mask=rec.mask) if binary64_environment_ok() else None
         if enc is None:
-            enc = rowsoftmax_enclosure(logits_balls(**operator))
+            enc = rowsoftmax_enclosure(logits_balls(**operator), mask=rec.mask)
         return enc, chi_upper(enc, rec.a_hat)
     except (ArithmeticError, ValueError):
         return None, None

@@ -83,11 +83,12 @@ def replay_record(record: Record, strict: bool = False) -> RecordResult:
     strict = strict or not binary64_environment_ok()
     operator = dict(logits=record.logits, queries=record.queries, keys=record.keys, scale=record.scale,
                     bias=record.bias)
+    mask = record.mask  # None: every key visible; else A is 0 off the support (docs/record-format.md)
     try:
         # binary64 enclosure (proofs/softmax_binary64.md) unless strict or unavailable; else Arb
-        enc = None if strict else softmax_binary64_enclosure(**operator)
+        enc = None if strict else softmax_binary64_enclosure(**operator, mask=mask)
         if enc is None:
-            enc = rowsoftmax_enclosure(logits_balls(**operator))
+            enc = rowsoftmax_enclosure(logits_balls(**operator), mask=mask)
         chi = chi_upper(enc, record.a_hat)
         enclosure_error = ""
     except (ArithmeticError, ValueError) as err:

@@ -19,10 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from softrank.errors import InputError
 from softrank.replay.record import (SCHEMA, SCHEMA_VERSIONS_READ, VERDICTS, LowerCertificate, Record, ToleranceEntry,
                                     UpperWitness, check_record, short)
+from softrank.replay.support import FIELDS, Support
 from softrank.replay.tolerance import Tolerance
-from softrank.errors import InputError
 
 MAX_INT = 2**63 - 1  # integer fields end up in int64 table columns
 MAX_TOLERANCES = 256  # tolerances per record, and lower certificates per tolerance: every one is
@@ -248,7 +249,25 @@ def _operator(r: _Reader, op: dict) -> dict[str, Any]:
         out["bias"] = None if bias_ref is None else r.array(bias_ref, "operator.bias")
     else:
         r.fail("operator.form", f"expected 'logits' or 'qk', got {short(form)}")
+    out["support"] = _support(r, r.get(op, "support", "operator", dict, optional=True))
     return out
+
+
+def _support(r: _Reader, raw: dict | None) -> Support | None:
+    """``operator.support``: absent or null (every key visible), or one form with exactly its keys;
+    the ranges and the rows are checked by ``check_record``."""
+    if raw is None:
+        return None
+    path = "operator.support"
+    form = r.get(raw, "form", path, str)
+    if form not in FIELDS:
+        r.fail(f"{path}.form", f"expected one of {sorted(FIELDS)}, got {short(form)}")
+    extra = sorted(set(raw) - {"form", *FIELDS[form]})
+    if extra:
+        r.fail(path, f"unexpected key {short(extra[0])} for the {form} form")
+    if form == "packed":
+        return Support(form, bits=r.array(r.get(raw, "bits", path, dict), f"{path}.bits", dtype="uint8", ndim=1))
+    return Support(form, **{key: r.count(raw, key, path) for key in FIELDS[form]})
 
 
 def _read_tolerance(r: _Reader, tol, path: str) -> ToleranceEntry:

@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from softrank.replay.tolerance import Tolerance, short
 from softrank.errors import InputError
+from softrank.replay.support import Support, support_mask
+from softrank.replay.tolerance import Tolerance, short
 
 SCHEMA = "softrank.record"
 SCHEMA_VERSIONS_READ = (1,)
@@ -92,26 +93,35 @@ class Record:
     bias: np.ndarray | None
     a_hat: np.ndarray
     tolerances: list[ToleranceEntry]
+    support: Support | None = None  # None: every key visible (replay/support.py)
 
     @property
     def shape(self) -> tuple[int, int]:
         return tuple(self.a_hat.shape)  # type: ignore[return-value]
 
     @property
+    def mask(self) -> np.ndarray | None:
+        """None when every key is visible, else the m x N bool array (True: the query sees the key)."""
+        mask = None if self.support is None else self.support.boolean(*self.shape)
+        return None if mask is None or mask.all() else mask
+
+    @property
     def operator_assumption(self) -> str:
+        masked = "" if self.mask is None else f", over the {self.support.form} support (0 off it)"
         if self.form == "logits":
-            return "operator A = rowsoftmax(H) for the stored binary64 logits H, read as exact reals"
+            return "operator A = rowsoftmax(H) for the stored binary64 logits H, read as exact reals" + masked
         bias = " + bias" if self.bias is not None else ""
         return (
             "operator A = rowsoftmax(scale * Q K^T" + bias + ") for the stored binary64 "
-            "queries, keys, scale" + (", bias" if bias else "") + ", read as exact reals"
+            "queries, keys, scale" + (", bias" if bias else "") + ", read as exact reals" + masked
         )
 
 
 def check_record(record: Record, where: str | None = None) -> None:
     """The checks that need the record as a whole, made once for every record: by the store reader
     (after each field has its JSON type), before ``softrank.validate`` and before ``Store.write``.
-    Plain finite float64 matrices of consistent shapes, a non-empty operator, a row-stochastic
+    Plain finite float64 matrices of consistent shapes, a non-empty operator (its support, if any,
+    well formed with a visible key in every row: ``support_mask``), a row-stochastic
     A_hat, eps an exact rational in (0, 1), finite certificate arrays; else ``InputError`` naming
     the field (``where``: the record, by default its id)."""
     where = record.record_id if where is None else where
@@ -144,6 +154,7 @@ def check_record(record: Record, where: str | None = None) -> None:
         fail("operator.form", f"expected 'logits' or 'qk', got {short(record.form)}")
     if m < 1 or n < 1:
         fail("operator", f"empty operator shape [{m}, {n}]")
+    support_mask(record.support, m, n, where)
     matrix(record.a_hat, "a_hat", (m, n))
     if np.any(record.a_hat < 0):
         fail("a_hat", "not row-stochastic: negative entry")

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from numbers import Integral, Rational, Real
 
-from softrank.exact.rational import MAX_DIGITS, _shown, parse_rational
+from softrank.exact.scalar import MAX_DIGITS, _shown, parse_rational
 from softrank.errors import InputError
 
 BINARY64 = "binary64("

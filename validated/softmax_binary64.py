@@ -197,13 +197,18 @@ def row_bounds(n: int) -> tuple[Fraction, Fraction, Fraction, Fraction, Fraction
 
 
 def _rows_enclosure(h: np.ndarray, r: np.ndarray | None, consts: tuple, a_mid: np.ndarray,
-                    a_rad: np.ndarray) -> bool:
+                    a_rad: np.ndarray, seen: np.ndarray | None = None) -> bool:
     """Write the enclosure of rows h (radius r; None: exact) into a_mid, a_rad (steps X-R of the
-    proof; h is finite); False when the row-sum charge is too large."""
+    proof; h is finite); False when the row-sum charge is too large.  ``seen`` (bool, None: all):
+    the visible entries; a hidden one is exactly 0 with radius 0 (step Z of the proof)."""
     d1, d0, m0, m1, beta = consts
+    if seen is not None:  # the row max over the visible keys; a hidden x is -inf, clamped, then E = 0
+        h = np.where(seen, h, -np.inf)
     x = h - h.max(axis=1, keepdims=True)  # x <= 0; one rounding, charged u |x|
     np.maximum(x, TINY_CUT, out=x)
     e = exp_nonpositive(x, out=a_mid)  # clamped entries: E < 2^-1009, and so is A_ij
+    if seen is not None:
+        e[~seen] = 0.0
     s = e.sum(axis=1)  # >= 1: the row maximum contributes exactly 1
     rho = np.abs(x, out=x)
     rho *= float(U)
@@ -219,12 +224,14 @@ def _rows_enclosure(h: np.ndarray, r: np.ndarray | None, consts: tuple, a_mid: n
     a_rad += alpha[:, None]
     a_rad *= a_mid
     a_rad += ABS_RAD
+    if seen is not None:
+        a_rad[~seen] = 0.0
     return True
 
 
-def _enclose(m: int, n: int, logit_rows) -> tuple[np.ndarray, np.ndarray] | None:
+def _enclose(m: int, n: int, logit_rows, mask=None) -> tuple[np.ndarray, np.ndarray] | None:
     """Run the rows in blocks of about BLOCK entries (the work arrays stay in cache);
-    ``logit_rows(rows)`` gives (h, r) for a slice of rows, or None."""
+    ``logit_rows(rows)`` gives (h, r) for a slice of rows, or None; ``mask``: the visible entries."""
     if m == 0 or n == 0:
         return None
     consts = row_constants(n)
@@ -234,38 +241,42 @@ def _enclose(m: int, n: int, logit_rows) -> tuple[np.ndarray, np.ndarray] | None
         for i in range(0, m, step):
             rows = slice(i, min(m, i + step))
             hr = logit_rows(rows)
-            if hr is None or not _rows_enclosure(hr[0], hr[1], consts, a_mid[rows], a_rad[rows]):
+            seen = None if mask is None else mask[rows]
+            if hr is None or not _rows_enclosure(hr[0], hr[1], consts, a_mid[rows], a_rad[rows], seen):
                 return None
     return a_mid, a_rad
 
 
-def rowsoftmax_binary64(h: np.ndarray, r: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+def rowsoftmax_binary64(h: np.ndarray, r: np.ndarray | None = None, mask=None) -> tuple[np.ndarray, np.ndarray] | None:
     """(a_mid, a_rad) with |A_ij - a_mid_ij| <= a_rad_ij for A = rowsoftmax(H) and every real H
-    with |H - h| <= r (r None: H = h exactly); None when a condition of the proof fails."""
+    with |H - h| <= r (r None: H = h exactly), over the visible keys of ``mask`` (m x N bool) when
+    given, 0 elsewhere; None when a condition of the proof fails (a hidden entry's too: then the
+    caller's Arb route, which never reads it, runs)."""
     h = np.asarray(h, dtype=np.float64)
     if not np.all(np.isfinite(h)) or (r is not None and not float(np.max(r, initial=0.0)) <= LOGIT_RAD_MAX):
         return None
-    return _enclose(*h.shape, lambda rows: (h[rows], None if r is None else r[rows]))
+    return _enclose(*h.shape, lambda rows: (h[rows], None if r is None else r[rows]), mask)
 
 
-def _arb_rows(logits, queries, keys, scale, bias):
+def _arb_rows(logits, queries, keys, scale, bias, mask=None):
     """The Arb enclosure's rows (built only when a check asks for ``balls``)."""
     h = logits_balls(logits=logits, queries=queries, keys=keys, scale=scale, bias=bias)
-    return rowsoftmax_enclosure(h).balls
+    return rowsoftmax_enclosure(h, mask=mask).balls
 
 
 def softmax_binary64_enclosure(logits=None, queries=None, keys=None, scale=None,
-                               bias=None) -> SoftmaxEnclosure | None:
+                               bias=None, mask=None) -> SoftmaxEnclosure | None:
     """The enclosure of A = rowsoftmax(H) for the stored H, or for H = scale Q K^T (+ bias), with
-    Arb rows built lazily; None when the binary64 bound is not available."""
+    Arb rows built lazily; None when the binary64 bound is not available.  ``mask`` (m x N bool,
+    None: all visible): A is 0 off it and normalised over the visible keys."""
     if logits is not None:
-        out = rowsoftmax_binary64(logits)
+        out = rowsoftmax_binary64(logits, mask=mask)
     else:
         with np.errstate(all="ignore"):
             prod, abs_prod = queries @ keys.T, np.abs(queries) @ np.abs(keys).T
         out = _enclose(queries.shape[0], keys.shape[0], lambda rows: qk_logits(
-            prod[rows], abs_prod[rows], queries.shape[1], scale, None if bias is None else bias[rows]))
+            prod[rows], abs_prod[rows], queries.shape[1], scale, None if bias is None else bias[rows]), mask)
     if out is None:
         return None
-    source = partial(_arb_rows, logits, queries, keys, scale, bias)
+    source = partial(_arb_rows, logits, queries, keys, scale, bias, mask)
     return SoftmaxEnclosure(a_mid=out[0], a_rad=out[1], balls_source=source)

@@ -62,18 +62,22 @@ def logits_balls(logits=None, queries=None, keys=None, scale=None, bias=None) ->
     return [[beta * h + b for h, b in zip(row, brow)] for row, brow in zip(rows, bias.tolist())]
 
 
-def rowsoftmax_enclosure(h_rows: list[list[arb]], prec_bits: int = ENCLOSURE_PREC_BITS) -> SoftmaxEnclosure:
+def rowsoftmax_enclosure(h_rows: list[list[arb]], prec_bits: int = ENCLOSURE_PREC_BITS,
+                         mask: np.ndarray | None = None) -> SoftmaxEnclosure:
     """Enclose ``A_ij = exp(H_ij - c_i) / sum_l exp(H_il - c_i)`` (any shift c_i leaves A unchanged;
-    c_i is the largest midpoint of row i, to keep every exponent <= 0 up to the ball radius)."""
+    c_i is the largest midpoint of row i, to keep every exponent <= 0 up to the ball radius).  With
+    a ``mask`` (m x N bool), l runs over the visible keys of row i and a hidden entry is exactly 0
+    (ball and radius 0); its logit is never read."""
     old = ctx.prec
     ctx.prec = prec_bits
     try:
         balls, mids, rads = [], [], []
-        for row in h_rows:
-            shift = arb(max(float(h.mid()) for h in row))
-            e = [(h - shift).exp() for h in row]
+        for i, row in enumerate(h_rows):
+            seen = [True] * len(row) if mask is None else mask[i].tolist()
+            shift = arb(max(float(h.mid()) for h, v in zip(row, seen) if v))
+            e = [(h - shift).exp() if v else arb(0) for h, v in zip(row, seen)]
             total = sum(e[1:], e[0])
-            a_row = [x / total for x in e]
+            a_row = [x / total if v else x for x, v in zip(e, seen)]
             balls.append(a_row)
             mids.append([float(a.mid()) for a in a_row])
             rads.append([float(a.rad()) for a in a_row])
@@ -84,6 +88,8 @@ def rowsoftmax_enclosure(h_rows: list[list[arb]], prec_bits: int = ENCLOSURE_PRE
     # float step below rounds up: float(rad) is bumped one ulp, the sum is bumped one ulp.
     rad = np.nextafter(np.array(rads, dtype=np.float64), np.inf)
     a_rad = np.nextafter(rad + np.abs(a_mid) * 2.0**-52 + _TINY, np.inf)
+    if mask is not None:
+        a_rad[~mask] = 0.0  # the exact 0 balls: a_mid is 0 there
     if not (np.all(np.isfinite(a_mid)) and np.all(np.isfinite(a_rad))):
         raise ArithmeticError("softmax enclosure is not finite (logits out of range for Arb?)")
     return SoftmaxEnclosure(a_mid=a_mid, a_rad=a_rad, balls=balls, prec_bits=prec_bits)

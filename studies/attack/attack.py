@@ -79,7 +79,7 @@ def attack_tolerance(op: OperatorCache, claim: Claim, lower: int, restarts: int,
 def attack_record(record: Record, lowers: dict[Fraction, int], restarts: int = 8, seed: int = 0) -> list[AttackResult]:
     """Attack every validated lower end ``lowers[eps] >= 2`` of one record."""
     enc = rowsoftmax_enclosure(logits_balls(logits=record.logits, queries=record.queries, keys=record.keys,
-                                            scale=record.scale, bias=record.bias))
+                                            scale=record.scale, bias=record.bias), mask=record.mask)
     chi = chi_upper(enc, record.a_hat)
     op = OperatorCache(record.a_hat)
     out = []

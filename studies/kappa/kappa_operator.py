@@ -138,9 +138,11 @@ def operator_study(folder: str, eps_list: list[float], ranks=DEFAULT_RANKS) -> d
     from softrank.studies.kappa.kappa_full import kappa_c_record
     from softrank.studies.theorem.record_logits import logits_balls_of
     from softrank.replay.reader import read_record
+    from softrank.replay.support import refuse_masked
 
     t0 = time.perf_counter()
     rec = read_record(Path(folder))
+    refuse_masked(rec)
     op, balls = _Operator(rec), logits_balls_of(rec)
     full = kappa_c_record(rec, tol=KAPPA_TOL)
     entries: dict[int, dict] = {}

@@ -7,6 +7,7 @@ import numpy as np
 
 from softrank.replay.reader import read_record, record_entries
 from softrank.errors import InputError
+from softrank.replay.support import refuse_masked
 from softrank.validated.softmax_enclosure import logits_balls
 
 
@@ -64,6 +65,7 @@ def select_records(stores: list[str], ids: str | None = None, limit: int | None 
                 break
             try:
                 rec = read_record(folder)
+                refuse_masked(rec)  # the theorem assumes one common positive support
             except InputError as err:
                 if errors is None:
                     raise

@@ -111,9 +111,11 @@ def replay_one(folder: str, tolerance: Tolerance | None = None) -> list[dict]:
     when given): its pair, width, float64 and validated ends."""
     from softrank.replay.engine import replay_record
     from softrank.replay.reader import read_record
+    from softrank.replay.support import refuse_masked
 
     limit_threads()
     record = read_record(folder)
+    refuse_masked(record)
     prov = record.provenance
     rows = []
     for t in replay_record(record).tolerances:

@@ -234,3 +234,51 @@ def test_store_write_refuses_a_malformed_record_with_an_input_error(tmp_path):
         assert not (tmp_path / "store" / "records").exists() or not any((tmp_path / "store" / "records").iterdir())
     store.write(good)
     assert store.ids() == ["w1"]
+
+
+def test_masked_records_from_logits_and_qk_validate_and_round_trip(tmp_path):
+    rng = np.random.default_rng(5)
+    m, n = 12, 16
+    H = rng.normal(size=(m, n)) * 2
+    causal = np.arange(n)[None, :] <= np.arange(m)[:, None] + (n - m)
+    rec = softrank.Record.from_logits(H, record_id="causal", mask=causal)
+    assert (rec.support.form, rec.support.offset) == ("causal", n - m)
+    assert np.array_equal(rec.mask, causal) and np.all(rec.a_hat[~causal] == 0)
+    assert np.allclose(rec.a_hat.sum(axis=1), 1)
+    q, k = rng.normal(size=(m, 4)), rng.normal(size=(n, 4))
+    ahead = np.arange(m)[:, None] + 2 - np.arange(n)[None, :]
+    window = (ahead >= 0) & (ahead < 3)
+    qk = softrank.Record.from_qk(q, k, 0.5, record_id="window", mask=window)
+    assert (qk.support.form, qk.support.size, qk.support.offset) == ("window", 3, 2)
+    assert softrank.Record.from_logits(H, mask=np.ones((m, n), bool)).mask is None
+    assert softrank.Record.from_logits(H).mask is None
+    for r in (rec, qk):
+        u, s, vt = np.linalg.svd(r.a_hat)
+        witnessed = r.with_upper(eps="0.25", X=u[:, :m] * s[:m], Y=vt[:m].T.copy())
+        v = softrank.validate(witnessed)
+        assert v.tolerances[0].validated_upper == m and "support" in " ".join(v.tolerances[0].assumptions)
+        store = softrank.Store(tmp_path)
+        store.write(witnessed)
+        back = store[r.record_id]
+        assert np.array_equal(back.mask, r.mask) and back.support.form == r.support.form
+        assert softrank.validate(back).tolerances[0].validated_upper == m
+
+
+@pytest.mark.parametrize("mask,message", [
+    (np.zeros((3, 4), bool), "row 0 has no visible key"),
+    (np.ones((4, 3), bool), "expected an m x N"),
+    (np.full((3, 4), 0.5), "expected an m x N"),
+])
+def test_a_bad_mask_is_an_input_error(mask, message):
+    with pytest.raises(InputError) as err:
+        softrank.Record.from_logits(np.zeros((3, 4)), mask=mask)
+    assert message in err.value.one_line()
+
+
+def test_from_qk_masked_overflow_only_where_hidden():
+    q, k = np.array([[1e200], [1.0]]), np.array([[1e200], [1.0]])
+    mask = np.array([[False, True], [True, True]])  # the overflowing logit (0, 0) is hidden
+    rec = softrank.Record.from_qk(q, k, 1.0, mask=mask)
+    assert np.all(np.isfinite(rec.a_hat)) and rec.a_hat[0, 0] == 0
+    with pytest.raises(InputError):
+        softrank.Record.from_qk(q, k, 1.0)

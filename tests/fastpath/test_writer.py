@@ -217,3 +217,24 @@ def test_write_json_writes_standard_json(tmp_path):
     text = path.read_text()
     assert json.loads(text, parse_constant=lambda c: pytest.fail(c)) == {"a": None, "b": [1.0, None, {"c": None}],
                                                                        "d": "NaN", "e": [None, 3, True]}
+
+
+def test_the_writer_writes_a_support_only_when_given(tmp_path):
+    import json
+
+    from softrank.replay.reader import read_record
+    from softrank.replay.support import Support, support_of_mask
+
+    h = np.random.default_rng(0).normal(size=(4, 6))
+    mask = np.random.default_rng(1).random((4, 6)) < 0.5
+    mask[:, 1] = True
+    for rid, support in (("full", None), ("causal", Support("causal", 2)), ("packed", support_of_mask(mask))):
+        visible = np.ones(h.shape, bool) if support is None else support.boolean(*h.shape)
+        with RecordWriter(tmp_path, rid, {}, support=support) as w:
+            w.set_logits(h)
+            w.set_a_hat(softmax64(np.where(visible, h, -np.inf)))  # exactly 0 off the support
+        op = json.loads((tmp_path / "records" / rid / "record.json").read_text())["operator"]
+        assert ("support" in op) == (support is not None)
+        rec = read_record(tmp_path / "records" / rid)
+        assert (rec.mask is None) == (support is None)
+    assert op["support"]["bits"]["dtype"] == "uint8" and np.array_equal(rec.mask, mask)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -16,11 +17,14 @@ from helpers import (
     block_decoder,
     block_logits,
     block_rank_is_exact,
+    float64_decoder,
+    float64_decoder_sum,
     float64_frobenius_lower,
     float64_projected,
     rowsoftmax_float,
 )
 from softrank.findings.replay_job import replay_store
+from softrank.replay import record as core
 from softrank.fastpath.store.writer import RecordWriter
 
 
@@ -161,3 +165,57 @@ def test_regress_missing_table_is_input_error(tmp_path):
                           timeout=120)
     assert proc.returncode == 2
     assert "replay.parquet" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _masked_records(store) -> dict:
+    """Masked records (operator.support) through Store.write: causal 40 x 40 (logits), window 16 of
+    40 x 40 (qk), a random packed support (logits); float64 witnesses (truncated SVD) and lower
+    certificates (frobenius, decoder) made here. Returns record id -> (eps, witness rank, lower)."""
+    from softrank.api.records import Record
+    from softrank.api.store import Store
+
+    rng = np.random.default_rng(7)
+    n, eps = 40, 0.1
+    idx = np.arange(n)
+    random_mask = rng.random((n, n)) < 0.4
+    random_mask[idx, idx] = True
+    q, k = rng.normal(size=(n, 8)), rng.normal(size=(n, 8))
+    records = {
+        "causal-40": Record.from_logits(rng.normal(size=(n, n)) * 3 + np.eye(n) * 4, record_id="causal-40",
+                                        mask=idx[None, :] <= idx[:, None]),
+        "window-16": Record.from_qk(q, k, 0.7, bias=np.eye(n) * 5, record_id="window-16",
+                                    mask=(idx[:, None] - idx[None, :] >= 0) & (idx[:, None] - idx[None, :] < 16)),
+        "packed-40": Record.from_logits(rng.normal(size=(n, n)) * 3 + np.eye(n) * 4, record_id="packed-40",
+                                        mask=random_mask),
+    }
+    info = {}
+    for rid, rec in records.items():
+        a = rec.a_hat
+        u, s, vt = np.linalg.svd(a)
+        rank = next(r for r in range(1, n + 1) if np.abs(a - (u[:, :r] * s[:r]) @ vt[:r]).sum(axis=1).max() <= eps / 2)
+        rec = rec.with_upper(eps, u[:, :rank] * s[:rank], vt[:rank].T.copy(), construction="tsvd")
+        lf = float64_frobenius_lower(a, eps)
+        p = next(p for p in range(n, 0, -1)
+                 if float64_decoder_sum(a, np.arange(p), float64_decoder(a, np.arange(p)), eps) < 0.9)
+        lower = [core.LowerCertificate("frobenius", lf),
+                 core.LowerCertificate("decoder", p, {"rows": np.arange(p, dtype=np.int64),
+                                                      "W": float64_decoder(a, np.arange(p))})]
+        rec = rec.with_tolerance(dataclasses.replace(rec.tolerances[0], lower=lower), keep_lower=False)
+        Store(store).write(rec)
+        info[rid] = (eps, rank, max(lf, p), rec.support.form)
+    return info
+
+
+def test_masked_records_replay_end_to_end(tmp_path):
+    info = _masked_records(tmp_path)
+    assert [v[3] for v in info.values()] == ["causal", "window", "packed"]
+    replay_store(tmp_path, tmp_path / "replay")
+    rows = {r["record_id"]: r for r in pq.read_table(tmp_path / "replay" / "replay.parquet").to_pylist()}
+    for rid, (eps, rank, lower, form) in info.items():
+        r = rows[rid]
+        assert r["validated_upper"] == rank, (rid, r)  # the witness, charged over every entry
+        assert r["upper_route"] == "binary64-bound"  # the binary64 enclosure (Step Z) is available
+        assert r["validated_lower"] == lower >= 2, (rid, r)
+        assert all(o["outcome"] == "proved" for o in r["lower_outcomes"]), r["lower_outcomes"]
+        assert any(f"over the {form} support" in a for a in r["assumptions"])
+        assert r["chi_upper"] is not None and float(r["chi_upper"]) < 1e-12

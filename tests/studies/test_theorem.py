@@ -221,3 +221,37 @@ def test_cli_degenerate_operators_give_null_ratios_not_a_traceback(degenerate_st
     assert "Traceback" not in captured.err
     assert main([*command, str(degenerate_store)]) == code  # the human-readable lines too
     assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["theorem", "tau"], ["kappa"]], ids=["theorem", "kappa"])
+def test_cli_refuses_a_masked_record_in_one_line(store, tmp_path, command, capsys):
+    """A masked record (operator.support) has zeros: C = P log(A) P, tau and kappa are undefined.
+    The command refuses it in one line and computes the others."""
+    import shutil
+
+    import softrank
+    from softrank.cli import main
+
+    shutil.copytree(store, tmp_path / "store")
+    h = np.random.default_rng(0).normal(size=(6, 6))
+    softrank.Store(tmp_path / "store").write(softrank.Record.from_logits(h, record_id="masked",
+                                                                         mask=np.tril(np.ones((6, 6), bool))))
+    assert main([*command, str(tmp_path / "store"), "--rank", "2", "--json"]) == 2
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if "masked" in line]
+    assert len(lines) == 1 and "the theorem assumes one common positive support" in lines[0]
+    assert {r.get("record", r.get("record_id")) for r in json.loads(out)["rows"]} == {"syn-0", "syn-1"}
+
+
+def test_study_readers_refuse_a_masked_record(tmp_path):
+    import softrank
+    from softrank.fastpath.studies.theorem.kappa_operator import operator_study
+    from softrank.fastpath.studies.widths import replay_one
+    from softrank.errors import InputError
+
+    h = np.random.default_rng(1).normal(size=(5, 5))
+    softrank.Store(tmp_path).write(softrank.Record.from_logits(h, record_id="m", mask=np.tril(np.ones((5, 5), bool))))
+    for call in (lambda f: operator_study(f, [0.1]), replay_one):
+        with pytest.raises(InputError) as err:
+            call(str(tmp_path / "records" / "m"))
+        assert "one common positive support" in err.value.one_line()

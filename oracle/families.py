@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import sympy as sp
-from flint import arb, ctx, fmpz_mat
+from flint import arb, fmpz_mat
 
 from softrank.exact.rational import ONE
 from softrank.exact.rational import parse_rational as exact_rational
 from softrank.oracle.decoder_checks import lemma_d_sum
 from softrank.errors import InputError
+from softrank.validated.precision import PRECISION, working_precision
 
 PROOF_GAUGE = "proofs/family_gauge.md"
 PROOF_GRID = "proofs/family_grid.md"
@@ -178,7 +179,7 @@ def close_gauge_family(beta, t) -> GaugeClosure:
         raise ArithmeticError("gauge example: Gamma is not rational at rational beta, t")
     lo, up = check_gauge_kappa_exact(beta)
     # First row of A (display only), enclosed in Arb: e^{b}, e^{-b}, 1, 1 normalised.
-    with ctx.workprec(64):
+    with working_precision("families_display"):
         bb = arb(beta.numerator) / beta.denominator
         e = [bb.exp(), (-bb).exp(), arb(1), arb(1)]
         tot = e[0] + e[1] + e[2] + e[3]
@@ -281,9 +282,9 @@ def grid_kappa_over_s_lower(r: int, L: int) -> Fraction:
     return 2 * trace
 
 
-def grid_s_ball(r: int, eps: Fraction, prec: int = 128) -> arb:
+def grid_s_ball(r: int, eps: Fraction, prec: int = PRECISION["families"]) -> arb:
     """A ball containing s = log(8 r / (1 - eps))."""
-    with ctx.workprec(prec):
+    with working_precision(prec):
         x = arb(8 * r * eps.denominator) / arb(eps.denominator - eps.numerator)
         return x.log()
 
@@ -310,7 +311,7 @@ class GridClosure:
         return self.rank_C_is_r and self.kappa_closed and self.lemma_D_passes
 
     def kappa_ball(self) -> arb:
-        with ctx.workprec(128):
+        with working_precision("families"):
             k = self.kappa_over_s_upper
             return self.s_ball * arb(k.numerator) / k.denominator
 

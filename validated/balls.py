@@ -14,6 +14,8 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, arb_mat, ctx
 
+from softrank.validated.precision import PRECISION, working_precision
+
 
 def exact_fraction(x: arb) -> Fraction:
     """The exact value of an exact (zero-radius) ball, e.g. an endpoint from ``x.upper()``."""
@@ -24,20 +26,17 @@ def exact_fraction(x: arb) -> Fraction:
 
 
 EXP_LIMIT = 1 << 16  # end points of magnitude outside [2^-(EXP_LIMIT+1), 2^EXP_LIMIT) are rounded outward
-END_POINT_PREC_BITS = 256  # a ball's end points are read at least at this precision, rounded outward
-#                            (Arb's ``upper()`` / ``lower()`` round to the working precision: at the
-#                            default 53 bits a ball computed at 128 bits would lose its last 75)
 
 
 def _end_point(ball: arb, up: bool) -> Fraction:
     """The upper (``up``) or lower end point of ``ball``, read at the working precision or
-    ``END_POINT_PREC_BITS`` bits, whichever is more (Arb rounds it outward to that precision), as an
+    ``PRECISION["ball_end_points"]`` bits, whichever is more (Arb rounds it outward to that precision), as an
     exact rational; when its magnitude lies outside ``[2^-(EXP_LIMIT+1), 2^EXP_LIMIT)``, a rational
     on its outer side (>= it if ``up``, else <= it): Arb exponents are unbounded (exp(-1e308) is a
     ball near 2^(-1.4e308)), and writing such a number as a Fraction would never finish.  An upper
     end of 2^EXP_LIMIT or more (or a lower end of -2^EXP_LIMIT or less) has no such bound:
     ``OverflowError``."""
-    with ctx.workprec(max(ctx.prec, END_POINT_PREC_BITS)):
+    with working_precision(max(ctx.prec, PRECISION["ball_end_points"])):
         x = ball.upper() if up else ball.lower()
     if not x.is_exact() or not x.is_finite():
         raise ValueError("an end point must be a finite exact ball")

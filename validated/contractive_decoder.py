@@ -16,7 +16,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-from flint import arb, arb_mat, ctx
+from flint import arb, arb_mat
 
 from softrank.validated.balls import (arb_mat_from_floats, arb_max, decimal_at_least, decimal_at_most,
                                       lower_fraction, scientific_text, upper_fraction)
@@ -24,7 +24,7 @@ from softrank.validated.binary64_norms import (U, max_abs_rowsum, max_abs_rowsum
                                                nonneg_product_rowsum_upper)
 from softrank.validated.float_bounds import matmul_error_rowsum_upper
 from softrank.validated.outcome import Check, Outcome, route_assumptions
-from softrank.validated.singular_values import ARB_PREC_BITS
+from softrank.validated.precision import working_precision
 from softrank.validated.softmax_enclosure import SoftmaxEnclosure
 
 LEMMA_D = "proofs/lemma_D_contractive_decoder.md"
@@ -68,7 +68,7 @@ def decoder_sum_binary64(a_mid_s: np.ndarray, a_rad_s: np.ndarray, w: np.ndarray
 
 def decoder_sum_arb(a_balls_s: list[list[arb]], w: np.ndarray, eps: Fraction) -> arb:
     """A ball containing ``||A_S W - I||_inf + eps max_j ||W_j||_1`` (Arb throughout)."""
-    with ctx.workprec(ARB_PREC_BITS):
+    with working_precision("singular_values"):
         z = (arb_mat(a_balls_s) * arb_mat_from_floats(w)).tolist()
         best = arb_max(sum((abs(x - 1) if i == j else abs(x) for j, x in enumerate(row)), arb(0))
                        for i, row in enumerate(z))

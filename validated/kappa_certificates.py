@@ -15,12 +15,12 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-from flint import arb, arb_mat, ctx
+from flint import arb, arb_mat
 
 from softrank.validated.balls import lower_fraction, upper_fraction
+from softrank.validated.precision import PRECISION, working_precision
 
 LEMMA_KAPPA = "proofs/kappa_duality_contrast.md"
-KAPPA_PREC_BITS = 106
 
 
 def _mat(a: np.ndarray) -> arb_mat:
@@ -48,7 +48,7 @@ def weighted_covariance_ball(x0: np.ndarray, p: np.ndarray) -> arb_mat:
 
 
 def kappa_lower_dual(x0: np.ndarray, y0: np.ndarray, p: np.ndarray, q: np.ndarray, k: np.ndarray,
-                     similarity: np.ndarray | None = None, prec_bits: int = KAPPA_PREC_BITS) -> Fraction | None:
+                     similarity: np.ndarray | None = None, prec_bits: int = PRECISION["kappa"]) -> Fraction | None:
     """Well-formed input and a returned value v imply kappa(X0 Y0^T) >= v (Lemmas K1, K1' of
     proofs/kappa_duality_contrast.md): v is the lower end of the ball for
     tr(K^T Sig_p Sig_q) / sqrt(rho), rho an upper bound on the spectral radius of
@@ -56,7 +56,7 @@ def kappa_lower_dual(x0: np.ndarray, y0: np.ndarray, p: np.ndarray, q: np.ndarra
     (identity when None; D^-1 G D is enclosed by an Arb solve, so the exact D^-1 is used).
     None when the trace is not certainly positive or D is not certainly invertible."""
     r = x0.shape[1]
-    with ctx.workprec(prec_bits):
+    with working_precision(prec_bits):
         sp, sq, km = weighted_covariance_ball(x0, p), weighted_covariance_ball(y0, q), _mat(k)
         prod = km.transpose() * sp * sq
         trace = sum((prod[i, i] for i in range(r)), arb(0))
@@ -81,10 +81,10 @@ def kappa_lower_dual(x0: np.ndarray, y0: np.ndarray, p: np.ndarray, q: np.ndarra
 
 
 def kappa_lower_contrast(x0: np.ndarray, y0: np.ndarray, a: int, a2: int, b: int, b2: int,
-                         prec_bits: int = KAPPA_PREC_BITS) -> Fraction:
+                         prec_bits: int = PRECISION["kappa"]) -> Fraction:
     """Well-formed input implies kappa(X0 Y0^T) >= the returned value: the lower end of the ball for
     |T_ab - T_ab' - T_a'b + T_a'b'| / 4 (Lemma K2); 0 when the ball contains 0."""
-    with ctx.workprec(prec_bits):
+    with working_precision(prec_bits):
         dx = [arb(float(u)) - arb(float(v)) for u, v in zip(x0[a], x0[a2])]
         dy = [arb(float(u)) - arb(float(v)) for u, v in zip(y0[b], y0[b2])]
         val = abs(sum((u * v for u, v in zip(dx, dy)), arb(0))) / 4
@@ -100,19 +100,19 @@ def _max_row_norm_ball(rows_mat: arb_mat, centre: list[arb]) -> arb:
     return best.nonnegative_part().sqrt()  # the exact squared radius is >= 0
 
 
-def radius_upper(x: np.ndarray, c: np.ndarray, prec_bits: int = KAPPA_PREC_BITS) -> Fraction:
+def radius_upper(x: np.ndarray, c: np.ndarray, prec_bits: int = PRECISION["kappa"]) -> Fraction:
     """rad(X) <= max_i ||x_i - c||; returns an exact rational upper bound (definition of rad)."""
-    with ctx.workprec(prec_bits):
+    with working_precision(prec_bits):
         return upper_fraction(_max_row_norm_ball(_mat(x), [arb(float(v)) for v in c]))
 
 
 def kappa_upper_primal(x0: np.ndarray, y0: np.ndarray, s: np.ndarray, c: np.ndarray, d: np.ndarray,
-                       prec_bits: int = KAPPA_PREC_BITS) -> Fraction | None:
+                       prec_bits: int = PRECISION["kappa"]) -> Fraction | None:
     """Well-formed input and a returned value v imply kappa(X0 Y0^T) <= v (Lemma K3 of
     proofs/kappa_duality_contrast.md): X = X0 S, Y = Y0 S^{-T} factor T, with S^{-1} enclosed in
     balls; v bounds max_i ||S^T x_i - c|| * max_j ||S^{-1} y_j - d|| from above.
     None when S is not certainly invertible."""
-    with ctx.workprec(prec_bits):
+    with working_precision(prec_bits):
         sm = _mat(s)
         try:
             sinv = sm.inv()

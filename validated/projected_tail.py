@@ -13,13 +13,14 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-from flint import arb, arb_mat, ctx
+from flint import arb, arb_mat
 
 from softrank.validated.balls import arb_mat_from_floats, lower_fraction, upper_fraction
 from softrank.validated.binary64_norms import (frobenius_upper, max_row_sq_lower, max_row_sq_upper,
                                                product_error_frobenius_upper)
 from softrank.validated.outcome import Check, Outcome, route_assumptions
-from softrank.validated.singular_values import (ARB_PREC_BITS, UNAVAILABLE, svd_bounds_arb, svd_bounds_binary64,
+from softrank.validated.precision import working_precision
+from softrank.validated.singular_values import (UNAVAILABLE, svd_bounds_arb, svd_bounds_binary64,
                                                 tail_norm_enclosed)
 from softrank.validated.softmax_enclosure import SoftmaxEnclosure
 from softrank.validated.tail_decision import decide_tail
@@ -29,7 +30,7 @@ LEMMA_P = "proofs/lemma_P_projected_tail.md"
 
 def _omega_sq_arb(w: np.ndarray) -> tuple[Fraction, Fraction]:
     """Exact-rational bounds on ``max_j ||W_j||_2^2`` from Arb balls."""
-    with ctx.workprec(ARB_PREC_BITS):
+    with working_precision("singular_values"):
         best_lo, best_hi = Fraction(0), Fraction(0)
         for row in w.tolist():
             t = arb(0)
@@ -69,7 +70,7 @@ def check_projected_tail(enc: SoftmaxEnclosure, eps: Fraction, lower: int, rows:
                 if last.outcome is not Outcome.UNRESOLVED:
                     return last
     # Strict route, or the referee when the binary64 bound is inconclusive.
-    with ctx.workprec(ARB_PREC_BITS):
+    with working_precision("singular_values"):
         prod = arb_mat([enc.balls[i] for i in rows.tolist()]) * arb_mat_from_floats(w)
     om_lo, om_hi = _omega_sq_arb(w)
     bounds = svd_bounds_arb(prod, m_f if np.all(np.isfinite(m_f)) else np.zeros_like(m_f))

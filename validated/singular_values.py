@@ -22,15 +22,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from flint import arb, arb_mat, ctx
+from flint import arb, arb_mat
 
 from softrank.validated.balls import arb_mat_from_floats, float_at_least, float_at_most, upper_fraction
 from softrank.validated.binary64_norms import (ETA, U, frobenius_sq_lower, frobenius_sq_upper, frobenius_upper,
                                                product_error_frobenius_upper, sqrt_lower, sqrt_upper)
 from softrank.validated.float_bounds import gamma
+from softrank.validated.precision import working_precision
 
 LEMMA_E = "proofs/lemma_E_singular_values.md"
-ARB_PREC_BITS = 128
 UNAVAILABLE = "Lemma E bounds unavailable (float SVD not orthogonal enough)"
 
 
@@ -127,7 +127,7 @@ def svd_bounds_arb(m_balls: arb_mat, m_mid: np.ndarray, svd=None) -> SvdBounds |
     if svd is None:
         return None
     u, s, vt = svd
-    with ctx.workprec(ARB_PREC_BITS):
+    with working_precision("singular_values"):
         ub, vb = arb_mat_from_floats(u), arb_mat_from_floats(vt.T)
         sb, eye = arb_mat_from_floats(np.diag(s)), arb_mat_from_floats(np.eye(s.shape[0]))
         rho = _arb_frobenius_upper((m_balls - (ub * sb) * vb.transpose()).tolist())

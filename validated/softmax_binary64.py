@@ -23,10 +23,11 @@ from functools import lru_cache, partial
 from math import factorial
 
 import numpy as np
-from flint import arb, ctx
+from flint import arb
 
 from softrank.validated.balls import float_at_least, lower_fraction, upper_fraction
 from softrank.validated.float_bounds import UNDERFLOW_ETA as ETA, UNIT_ROUNDOFF as U, gamma
+from softrank.validated.precision import working_precision
 from softrank.validated.softmax_enclosure import SoftmaxEnclosure, logits_balls, rowsoftmax_enclosure
 
 DEGREE = 12  # Taylor degree of exp on |r| <= R_MAX
@@ -45,7 +46,7 @@ COEFFS = tuple(float(Fraction(1, factorial(j))) for j in range(DEGREE + 1))  # c
 def _ln2_split() -> tuple[float, float, Fraction, Fraction, Fraction]:
     """LN2_HI (at most 40 significant bits), LN2_LO ~ ln2 - LN2_HI, a rational >= the split's
     error |LN2_HI + LN2_LO - ln2|, a rational >= ln2 and one >= |INV_LN2 - 1/ln2|."""
-    with ctx.workprec(300):
+    with working_precision("exp_constants"):
         ln2 = arb(2).log()
         inv = arb(1) / ln2
         lo, hi = lower_fraction(ln2), upper_fraction(ln2)
@@ -62,7 +63,7 @@ M2 = K_MAX * abs(Fraction(LN2_LO)) * (1 + U) + ETA / 2  # >= |fl(k LN2_LO)|
 
 def _exp_upper(q: Fraction) -> Fraction:
     """A rational >= exp(q)."""
-    with ctx.workprec(200):
+    with working_precision("exp_reduction"):
         return upper_fraction((arb(q.numerator) / arb(q.denominator)).exp())
 
 

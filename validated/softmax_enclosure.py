@@ -13,12 +13,12 @@ from fractions import Fraction
 from typing import Callable
 
 import numpy as np
-from flint import arb, ctx
+from flint import arb
 
 from softrank.validated.balls import arb_mat_from_floats
 from softrank.validated.float_bounds import max_rowsum_abs_diff_upper
+from softrank.validated.precision import PRECISION, working_precision
 
-ENCLOSURE_PREC_BITS = 80
 _TINY = 2.0**-1070  # covers a subnormal rounding of a midpoint (<= 2^-1075)
 
 
@@ -31,7 +31,7 @@ class SoftmaxEnclosure:
     """
 
     def __init__(self, a_mid: np.ndarray, a_rad: np.ndarray, balls: list[list[arb]] | None = None,
-                 prec_bits: int = ENCLOSURE_PREC_BITS, balls_source: Callable[[], list[list[arb]]] | None = None):
+                 prec_bits: int = PRECISION["enclosure"], balls_source: Callable[[], list[list[arb]]] | None = None):
         if balls is None and balls_source is None:
             raise ValueError("an enclosure needs its Arb rows or a way to build them")
         self.a_mid, self.a_rad, self.prec_bits = a_mid, a_rad, prec_bits
@@ -62,15 +62,13 @@ def logits_balls(logits=None, queries=None, keys=None, scale=None, bias=None) ->
     return [[beta * h + b for h, b in zip(row, brow)] for row, brow in zip(rows, bias.tolist())]
 
 
-def rowsoftmax_enclosure(h_rows: list[list[arb]], prec_bits: int = ENCLOSURE_PREC_BITS,
+def rowsoftmax_enclosure(h_rows: list[list[arb]], prec_bits: int = PRECISION["enclosure"],
                          mask: np.ndarray | None = None) -> SoftmaxEnclosure:
     """Enclose ``A_ij = exp(H_ij - c_i) / sum_l exp(H_il - c_i)`` (any shift c_i leaves A unchanged;
     c_i is the largest midpoint of row i, to keep every exponent <= 0 up to the ball radius).  With
     a ``mask`` (m x N bool), l runs over the visible keys of row i and a hidden entry is exactly 0
     (ball and radius 0); its logit is never read."""
-    old = ctx.prec
-    ctx.prec = prec_bits
-    try:
+    with working_precision(prec_bits):
         balls, mids, rads = [], [], []
         for i, row in enumerate(h_rows):
             seen = [True] * len(row) if mask is None else mask[i].tolist()
@@ -81,8 +79,6 @@ def rowsoftmax_enclosure(h_rows: list[list[arb]], prec_bits: int = ENCLOSURE_PRE
             balls.append(a_row)
             mids.append([float(a.mid()) for a in a_row])
             rads.append([float(a.rad()) for a in a_row])
-    finally:
-        ctx.prec = old
     a_mid = np.array(mids, dtype=np.float64)
     # |A - a_mid| <= rad + |mid - float(mid)| <= rad + |a_mid| 2^-52 (+ subnormal slack); every
     # float step below rounds up: float(rad) is bumped one ulp, the sum is bumped one ulp.

@@ -8,12 +8,12 @@ for enclosed quantities such as logits).  A comparison counts only when it is ce
 
 from __future__ import annotations
 
-from flint import arb, ctx
+from flint import arb
 
 from softrank.validated.outcome import ARB_ASSUMPTIONS, Check, Outcome
+from softrank.validated.precision import PRECISION, working_precision
 
 LEMMA_SOFTMAX_PERTURBATION = "proofs/softmax_perturbation.md"
-PERTURBATION_PREC_BITS = 128
 
 
 def softmax_balls(x: list[arb]) -> list[arb]:
@@ -40,13 +40,13 @@ def perturbation_sides_ball(x: list[arb], y: list[arb]) -> tuple[arb, arb]:
     return lhs, rhs
 
 
-def check_softmax_perturbation(x: list[arb], y: list[arb], prec_bits: int = PERTURBATION_PREC_BITS) -> tuple[Check, arb, arb]:
+def check_softmax_perturbation(x: list[arb], y: list[arb], prec_bits: int = PRECISION["perturbation"]) -> tuple[Check, arb, arb]:
     """Well-formed input (balls containing the exact x and y = x + h) and outcome PROVED imply
     ``||softmax(y) - softmax(x)||_1 <= 2 tanh(osc(y - x)/4)`` for the exact vectors
     (proofs/softmax_perturbation.md).  REFUTED: the reverse strict inequality certainly holds (a
     counterexample to the lemma).  UNRESOLVED: the balls overlap (e.g. at equality).
     Returns (check, lhs ball, rhs ball)."""
-    with ctx.workprec(prec_bits):
+    with working_precision(prec_bits):
         lhs, rhs = perturbation_sides_ball(x, y)
         diff = rhs - lhs
     if diff > 0:

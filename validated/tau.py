@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from flint import arb, arb_mat, ctx
+from flint import arb, arb_mat
 
 from softrank.validated.balls import decimal_at_least, float_at_least, upper_fraction
 from softrank.validated.outcome import ARB_ASSUMPTIONS, Check, Outcome
-from softrank.validated.softmax_perturbation import PERTURBATION_PREC_BITS, perturbation_sides_ball
+from softrank.validated.precision import PRECISION, working_precision
+from softrank.validated.softmax_perturbation import perturbation_sides_ball
 
 LEMMA_TAU = "proofs/tau_bound.md"
 
@@ -30,7 +31,7 @@ class TauCheck:
 
 
 def check_tau_bound(h_rows: list[list[arb]], x0: np.ndarray, y0: np.ndarray, c: np.ndarray,
-                    prec_bits: int = PERTURBATION_PREC_BITS) -> TauCheck:
+                    prec_bits: int = PRECISION["perturbation"]) -> TauCheck:
     """Well-formed input and outcome PROVED imply, for the exact operator A = rowsoftmax(H) and the
     exact T = X0 Y0^T, every row i satisfies
     ``||A_i - softmax(T_i + c)||_1 <= 2 tanh(osc(H_i - T_i - c)/4)`` (proofs/tau_bound.md), so
@@ -39,7 +40,7 @@ def check_tau_bound(h_rows: list[list[arb]], x0: np.ndarray, y0: np.ndarray, c: 
     lemma or the arithmetic is wrong).  UNRESOLVED: some row's balls overlap."""
     m, r = x0.shape
     n = y0.shape[0]
-    with ctx.workprec(prec_bits):
+    with working_precision(prec_bits):
         t = (arb_mat(m, r, x0.ravel().tolist()) * arb_mat(r, n, np.ascontiguousarray(y0.T).ravel().tolist())).tolist()
         cb = [arb(float(v)) for v in c]
         proved = refuted = 0
@@ -70,7 +71,7 @@ def check_tau_bound(h_rows: list[list[arb]], x0: np.ndarray, y0: np.ndarray, c: 
 
 
 def q_lower_cycle(h_rows: list[list[arb]], x0: np.ndarray, y0: np.ndarray, rows: list[int], cols: list[int],
-                  prec_bits: int = PERTURBATION_PREC_BITS) -> arb:
+                  prec_bits: int = PRECISION["perturbation"]) -> arb:
     """Well-formed input implies q(C - T) >= every point of the returned ball's lower end
     (proofs/tau_bound.md, cycle lemma): for a cycle of columns j_1 .. j_k (j_{k+1} = j_1) with rows
     i_1 .. i_k, q(C - T) >= (1/k) sum_l (F_{i_l j_l} - F_{i_l j_{l+1}}), F = H - T.
@@ -78,7 +79,7 @@ def q_lower_cycle(h_rows: list[list[arb]], x0: np.ndarray, y0: np.ndarray, rows:
     k = len(cols)
     if k == 0 or len(rows) != k:
         raise ValueError("a cycle needs k >= 1 columns and k rows")
-    with ctx.workprec(prec_bits):
+    with working_precision(prec_bits):
         total = arb(0)
         for l in range(k):
             i, j, j2 = rows[l], cols[l], cols[(l + 1) % k]
@@ -88,7 +89,7 @@ def q_lower_cycle(h_rows: list[list[arb]], x0: np.ndarray, y0: np.ndarray, rows:
         return total / k
 
 
-def tau_from_q_ball(q: arb, prec_bits: int = PERTURBATION_PREC_BITS) -> arb:
+def tau_from_q_ball(q: arb, prec_bits: int = PRECISION["perturbation"]) -> arb:
     """The ball for 2 tanh(q/4) (tanh is increasing, so lower ends map to lower ends)."""
-    with ctx.workprec(prec_bits):
+    with working_precision(prec_bits):
         return 2 * (q / 4).tanh()

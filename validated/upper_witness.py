@@ -14,12 +14,13 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-from flint import arb, ctx
+from flint import arb
 
 from softrank.validated.balls import arb_mat_from_floats, arb_max, certainly_gt, decimal_at_least, upper_fraction
 from softrank.validated.float_bounds import matmul_error_rowsum_upper, max_rowsum_abs_diff_upper
 from softrank.validated.outcome import Check, Outcome, route_assumptions
-from softrank.validated.softmax_enclosure import ENCLOSURE_PREC_BITS, SoftmaxEnclosure
+from softrank.validated.precision import working_precision
+from softrank.validated.softmax_enclosure import SoftmaxEnclosure
 
 LEMMA_U = "proofs/lemma_U_upper_witness.md"
 
@@ -49,7 +50,7 @@ def _witness_bounds(x: np.ndarray, y: np.ndarray, operators) -> list[Fraction | 
 
 def witness_error_ball(balls: list[list[arb]], x: np.ndarray, y: np.ndarray) -> arb:
     """A ball containing ``||A - X Y^T||_inf`` computed entirely in Arb (strict route)."""
-    with ctx.workprec(ENCLOSURE_PREC_BITS):
+    with working_precision("enclosure"):
         if x.shape[1] == 0:
             return arb_max(sum((abs(a) for a in row), arb(0)) for row in balls)
         prod = (arb_mat_from_floats(x) * arb_mat_from_floats(y.T)).tolist()

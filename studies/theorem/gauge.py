@@ -9,13 +9,14 @@ import time
 import zlib
 
 import numpy as np
-from flint import arb, arb_mat, ctx
+from flint import arb, arb_mat
 
 from softrank.studies.theorem.kappa_sdp import balanced_factors
 from softrank.studies.theorem.kappa import gamma_native, uniform_dual_lower
 from softrank.studies.theorem.record_logits import double_centre, logits_float
 from softrank.studies.theorem.tau_check import q_lp
 from softrank.validated.balls import upper_fraction
+from softrank.validated.precision import working_precision
 
 
 def random_gauges(d: int, rng) -> list[tuple[str, np.ndarray]]:
@@ -26,7 +27,7 @@ def random_gauges(d: int, rng) -> list[tuple[str, np.ndarray]]:
 
 def _delta_logits_upper(q1, k1, q2, k2, scale) -> tuple[float, float]:
     """Upper bounds on max_i osc(H2_i - H1_i) and max |H2 - H1| in balls (exact products)."""
-    with ctx.workprec(106):  # flint's precision context
+    with working_precision("gauge"):
         def h(q, k):
             return (arb_mat(q.shape[0], q.shape[1], q.ravel().tolist())
                     * arb_mat(k.shape[1], k.shape[0], np.ascontiguousarray(k.T).ravel().tolist())) * arb(float(scale))

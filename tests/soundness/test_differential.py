@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from helpers import rowsoftmax_float
-from softrank.validated import contractive_decoder, projected_tail, singular_values, upper_witness
+from softrank.validated import precision
 from softrank.validated.contractive_decoder import check_contractive_decoder
 from softrank.validated.frobenius_tail import check_frobenius_tail
 from softrank.validated.outcome import Outcome
@@ -22,8 +22,7 @@ from softrank.validated.projected_tail import check_projected_tail
 from softrank.validated.softmax_enclosure import logits_balls, rowsoftmax_enclosure
 from softrank.validated.upper_witness import check_upper_witness
 
-PREC_MODULES = [(singular_values, "ARB_PREC_BITS"), (contractive_decoder, "ARB_PREC_BITS"),
-                (projected_tail, "ARB_PREC_BITS"), (upper_witness, "ENCLOSURE_PREC_BITS")]
+PREC_NAMES = ("singular_values", "enclosure")  # the named precisions of Lemmas E, U, P and D's Arb work
 
 
 def _case(rng: random.Random):
@@ -83,8 +82,7 @@ def _run(count: int, seed: int, monkeypatch) -> Counter:
         routes = {"binary64": _decide(case, strict=False, prec=None)}
         for _ in range(2):
             prec = rng.randint(30, 200)
-            for mod, name in PREC_MODULES:
-                monkeypatch.setattr(mod, name, prec)
+            monkeypatch.setattr(precision, "PRECISION", {**precision.PRECISION, **dict.fromkeys(PREC_NAMES, prec)})
             routes[f"arb@{prec}"] = _decide(case, strict=True, prec=prec)
         monkeypatch.undo()
         exact = _exact(case) if case["rational"] else {}

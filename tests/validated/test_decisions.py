@@ -149,10 +149,11 @@ def test_ball_end_points_beyond_the_exponent_limit_are_rounded_outward():
     assert time.perf_counter() - t < 5
     from flint import ctx
 
-    from softrank.validated.balls import END_POINT_PREC_BITS, exact_fraction
+    from softrank.validated.balls import exact_fraction
+    from softrank.validated.precision import PRECISION
 
     for x in (arb(0), arb(1.5), arb(2.0 ** -1074), arb(-(2.0 ** 1023)), arb("1 +/- 1e-30")):
-        with ctx.workprec(END_POINT_PREC_BITS):
+        with ctx.workprec(PRECISION["ball_end_points"]):
             lo, hi = exact_fraction(x.lower()), exact_fraction(x.upper())
         assert lower_fraction(x) == lo and upper_fraction(x) == hi
         # at least as tight as the end points at binary64's precision (which round outward to 53 bits)

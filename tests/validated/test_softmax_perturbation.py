@@ -12,6 +12,7 @@ from flint import arb, ctx
 from softrank.validated import softmax_perturbation as sp
 from softrank.validated.balls import lower_fraction, upper_fraction
 from softrank.validated.outcome import ARB_ASSUMPTIONS, Outcome
+from softrank.validated.precision import PRECISION
 
 
 def _b(values):
@@ -128,6 +129,6 @@ def test_default_precision_is_perturbation_prec_bits():
     x, y = _b([0.0, 1.5, -0.75]), _b([0.5, 1.0, 0.25])
     _, lhs, rhs = sp.check_softmax_perturbation(x, y)
     _, lhs128, rhs128 = sp.check_softmax_perturbation(x, y, prec_bits=128)
-    assert sp.PERTURBATION_PREC_BITS == 128
+    assert PRECISION["perturbation"] == 128
     assert lhs.mid() == lhs128.mid() and lhs.rad() == lhs128.rad()
     assert rhs.mid() == rhs128.mid() and rhs.rad() == rhs128.rad()

@@ -20,8 +20,7 @@ from softrank.validated.binary64_norms import (frobenius_upper, max_row_sq_lower
                                                product_error_frobenius_upper)
 from softrank.validated.outcome import Check, Outcome, route_assumptions
 from softrank.validated.precision import working_precision
-from softrank.validated.singular_values import (UNAVAILABLE, svd_bounds_arb, svd_bounds_binary64,
-                                                tail_norm_enclosed)
+from softrank.validated.singular_values import UNAVAILABLE, svd_bounds_arb, svd_bounds_binary64, tail_norm_enclosed
 from softrank.validated.softmax_enclosure import SoftmaxEnclosure
 from softrank.validated.tail_decision import decide_tail
 

@@ -245,8 +245,8 @@ def test_cli_refuses_a_masked_record_in_one_line(store, tmp_path, command, capsy
 
 def test_study_readers_refuse_a_masked_record(tmp_path):
     import softrank
-    from softrank.fastpath.studies.theorem.kappa_operator import operator_study
-    from softrank.fastpath.studies.widths import replay_one
+    from softrank.studies.kappa.kappa_operator import operator_study
+    from softrank.studies.widths.widths import replay_one
     from softrank.errors import InputError
 
     h = np.random.default_rng(1).normal(size=(5, 5))

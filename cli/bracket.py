@@ -123,18 +123,18 @@ def run(args) -> int:
                         "median_U_over_L": statistics.median(ratios) if ratios else None,
                         "resolved": done, "resolved_share": done / len(sel)})
     code = 2 if job.errors else 0
-    if getattr(args, "json", False):
-        from softrank.cli.output import print_json
+    from softrank.cli.output import print_summary
 
-        print_json({"store": str(job.store), "out": str(job.out), "records": job.total, "resumed": job.resumed,
-                    "malformed": len(job.errors), "errors": job.errors, "tolerances": len(eps_list),
-                    "seconds": elapsed, "table": str(job.out / "bracket.csv"), "eps": per_eps,
-                    "exit_code": code})
-        return code
-    print(f"softrank bracket: {job.total} records{resumed}{malformed} x {len(eps_list)} tolerances in "
-          f"{elapsed:.1f} s -> {job.out}")
-    for e in per_eps:
-        ratio = float("nan") if e["median_U_over_L"] is None else e["median_U_over_L"]
-        print(f"  eps {e['eps']}: median L {e['median_L']:g}, median U {e['median_U']:g}, median U/L {ratio:.2f}, "
-              f"resolved {100 * e['resolved_share']:.1f}%")
+    print_summary(args, {"store": str(job.store), "out": str(job.out), "records": job.total, "resumed": job.resumed,
+                         "malformed": len(job.errors), "errors": job.errors, "tolerances": len(eps_list),
+                         "seconds": elapsed, "table": str(job.out / "bracket.csv"), "eps": per_eps,
+                         "exit_code": code},
+                  [f"softrank bracket: {job.total} records{resumed}{malformed} x {len(eps_list)} tolerances in "
+                   f"{elapsed:.1f} s -> {job.out}"] + [_eps_line(e) for e in per_eps])
     return code
+
+
+def _eps_line(e: dict) -> str:
+    ratio = float("nan") if e["median_U_over_L"] is None else e["median_U_over_L"]
+    return (f"  eps {e['eps']}: median L {e['median_L']:g}, median U {e['median_U']:g}, median U/L {ratio:.2f}, "
+            f"resolved {100 * e['resolved_share']:.1f}%")

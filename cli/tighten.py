@@ -149,18 +149,18 @@ def run(args) -> int:
                         "resolved_after": sum(bool(r["resolved_after"]) for r in sel),
                         "median_U_over_L_after": statistics.median(ratio) if ratio else None})
     code = 2 if errors else 0
-    if getattr(args, "json", False):
-        from softrank.cli.output import print_json
+    from softrank.cli.output import print_summary
 
-        print_json({"store": str(args.store), "out": str(out), "records": total, "tried": len(rows),
-                    "malformed": len(errors), "errors": errors, "seconds": seconds,
-                    "table": str(out / "tighten.csv"), "eps": per_eps, "exit_code": code})
-        return code
-    print(f"softrank tighten: {total} records, {len(rows)} (record, eps) tried in "
-          f"{seconds:.1f} s{malformed} -> {out} (table {out / 'tighten.csv'})")
-    for e in per_eps:
-        ratio = float("nan") if e["median_U_over_L_after"] is None else e["median_U_over_L_after"]
-        print(f"  eps {e['eps']}: {e['tried']} tried, upper lowered {e['upper_lowered']}, lower raised "
-              f"{e['lower_raised']}, resolved {e['resolved_before']} -> {e['resolved_after']}, median U/L after "
-              f"{ratio:.2f}")
+    print_summary(args, {"store": str(args.store), "out": str(out), "records": total, "tried": len(rows),
+                         "malformed": len(errors), "errors": errors, "seconds": seconds,
+                         "table": str(out / "tighten.csv"), "eps": per_eps, "exit_code": code},
+                  [f"softrank tighten: {total} records, {len(rows)} (record, eps) tried in "
+                   f"{seconds:.1f} s{malformed} -> {out} (table {out / 'tighten.csv'})"] + [_eps_line(e) for e in per_eps])
     return code
+
+
+def _eps_line(e: dict) -> str:
+    ratio = float("nan") if e["median_U_over_L_after"] is None else e["median_U_over_L_after"]
+    return (f"  eps {e['eps']}: {e['tried']} tried, upper lowered {e['upper_lowered']}, lower raised "
+            f"{e['lower_raised']}, resolved {e['resolved_before']} -> {e['resolved_after']}, median U/L after "
+            f"{ratio:.2f}")

@@ -35,13 +35,3 @@ def wants_json(args) -> bool:
     """Did the command line ask for ``--json``?"""
     return bool(getattr(args, "json", False))
 
-
-
-def print_summary(args, payload: dict, lines) -> None:
-    """A command's closing summary: ``payload`` as one JSON text under ``--json``, else ``lines``
-    (text lines) one after another."""
-    if wants_json(args):
-        print_json(payload)
-        return
-    for line in lines:
-        print(line)

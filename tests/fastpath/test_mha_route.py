@@ -7,16 +7,11 @@ through the softmax; attention dropout in training mode is refused."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
+from helpers import capture_records
 
 torch = pytest.importorskip("torch")
-
-import softrank
-from softrank.fastpath.capture.dispatch import CaptureWarning
-
 nn = torch.nn
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 EXACT = 1e-5
@@ -30,12 +25,8 @@ def _encoder(dropout=0.0):
 
 
 def _records(model, *args, **kwargs):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with softrank.capture(model) as cap, torch.no_grad():
-            model(*args, **kwargs)
-        recs = cap.records()
-    return recs, [str(w.message) for w in caught if issubclass(w.category, CaptureWarning)]
+    _, recs, warned = capture_records(model, *args, **kwargs)
+    return recs, warned
 
 
 def _layer_probs(model, x, **kwargs):

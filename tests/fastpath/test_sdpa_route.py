@@ -6,14 +6,13 @@ A V checked against sdpa's output; dropout and an output that disagrees are refu
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest
+from helpers import capture_records
 
 torch = pytest.importorskip("torch")
 
-import softrank
 from softrank.fastpath.capture.dispatch import CaptureWarning, capturing
 from softrank.fastpath.capture.sdpa_route import _capture, call_arguments
 
@@ -59,12 +58,7 @@ def _reference(model, x, mask=None, causal=False):
 
 
 def _records(model, *args, **kwargs):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with softrank.capture(model) as cap, torch.no_grad():
-            model(*args, **kwargs)
-        recs = cap.records()
-    return cap, recs, [str(w.message) for w in caught if issubclass(w.category, CaptureWarning)]
+    return capture_records(model, *args, **kwargs)
 
 
 X = torch.randn(2, TOKENS, 32, generator=torch.Generator().manual_seed(4))

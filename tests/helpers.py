@@ -9,6 +9,7 @@
   line, with exit code 2 and no traceback.
 - ``stochastic_rows``, ``competitor_point``: random row-stochastic rational cells, and the point of a
   branch relaxation's variables at a competitor factorisation, for tests/oracle.
+- ``sigkill_when``: kill a started command once its journal shows it far enough (resume tests).
 - ``capture_records``: one captured forward pass of a torch model, for the capture route tests.
 """
 
@@ -229,3 +230,20 @@ def capture_records(model, *args, **kwargs):
             model(*args, **kwargs)
         recs = cap.records()
     return cap, recs, [str(w.message) for w in caught if issubclass(w.category, CaptureWarning)]
+
+
+def sigkill_when(proc, ready, seconds: float, what: str = "run") -> None:
+    """SIGKILL the process ``proc`` once ``ready()`` holds (polled every 2 ms; it must not have
+    ended before, nor take over ``seconds``), then check that it died of the signal."""
+    import os
+    import signal
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not ready():
+        assert proc.poll() is None, f"the {what} ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.002)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL

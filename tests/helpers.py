@@ -10,6 +10,7 @@
 - ``stochastic_rows``, ``competitor_point``: random row-stochastic rational cells, and the point of a
   branch relaxation's variables at a competitor factorisation, for tests/oracle.
 - ``sigkill_when``: kill a started command once its journal shows it far enough (resume tests).
+- ``record_block``: the part of a reference attention pattern a captured record states.
 - ``capture_records``: one captured forward pass of a torch model, for the capture route tests.
 """
 
@@ -247,3 +248,16 @@ def sigkill_when(proc, ready, seconds: float, what: str = "run") -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL
+
+
+def record_block(p: np.ndarray, prov: dict, valid: int) -> np.ndarray:
+    """What a captured record with provenance ``prov`` states of the reference probabilities ``p``
+    (one head, one batch item): the first ``valid`` rows and columns; of a decoder-self block, the
+    rows of its ``positions`` over its ``block_width`` keys, each row renormalised."""
+    keep = np.arange(valid)
+    p = p[np.ix_(keep, keep)]
+    if prov["attention"] == "decoder-self-block":
+        start, stop = prov["positions"]
+        p = p[start:stop, :prov["block_width"]]
+        p = p / p.sum(axis=1, keepdims=True)
+    return p

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import capture_records
+from helpers import capture_records, record_block
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -74,13 +74,8 @@ def test_transformer_encoder_is_captured_exactly(case):
     for rec in recs:
         prov = rec.provenance
         assert prov["route"] == "multihead-attention" and prov["module"] == f"layers.{prov['layer']}.self_attn"
-        p = ref[prov["layer"]][prov["batch_item"], prov["head"]]
-        valid = np.arange(28 if case == "padding" and prov["batch_item"] == 1 else TOKENS)
-        p = p[np.ix_(valid, valid)]
-        if prov["attention"] == "decoder-self-block":
-            start, stop = prov["positions"]
-            p = p[start:stop, :prov["block_width"]]
-            p = p / p.sum(axis=1, keepdims=True)
+        p = record_block(ref[prov["layer"]][prov["batch_item"], prov["head"]], prov,
+                         28 if case == "padding" and prov["batch_item"] == 1 else TOKENS)
         assert rec.shape == p.shape
         worst = max(worst, float(np.abs(rec.a_hat - p).max()))
     assert worst < EXACT

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers import capture_records
+from helpers import capture_records, record_block
 
 torch = pytest.importorskip("torch")
 
@@ -82,13 +82,8 @@ def test_sdpa_is_captured_exactly(case):
         prov = rec.provenance
         assert prov["route"] == "sdpa" and rec.form == "qk" and prov["capture_max_deviation"] <= EXACT
         assert prov["capture_output_deviation"] <= prov["capture_output_tolerance"] < 1e-4
-        p = ref[prov["batch_item"], prov["head"]]
-        valid = np.arange(25 if case == "padding" and prov["batch_item"] == 1 else TOKENS)
-        p = p[np.ix_(valid, valid)]
-        if prov["attention"] == "decoder-self-block":
-            start, stop = prov["positions"]
-            p = p[start:stop, :prov["block_width"]]
-            p = p / p.sum(axis=1, keepdims=True)
+        p = record_block(ref[prov["batch_item"], prov["head"]], prov,
+                         25 if case == "padding" and prov["batch_item"] == 1 else TOKENS)
         assert rec.shape == p.shape and float(np.abs(rec.a_hat - p).max()) < EXACT
     kinds = {r.provenance["attention"] for r in recs}
     assert kinds == ({"decoder-self-block"} if case in ("causal", "additive") else {"encoder-self"})

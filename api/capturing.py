@@ -10,10 +10,10 @@ recorded exactly.  Needs torch and transformers (the ``producer`` extra): withou
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from contextlib import contextmanager
 
+from softrank.api.masked import mask_arguments
 from softrank.api.records import Record
 from softrank.errors import InputError
 
@@ -104,11 +104,9 @@ class Captured:
 
 def _record(op, rid: str, prov: dict) -> Record:
     """The in-memory record of one operator; a native operator carries its mask (``mask=``)."""
-    masked = {} if op.mask is None else {"mask": op.mask}
-    if masked and "mask" not in inspect.signature(Record.from_qk).parameters:
-        raise InputError("records", "operators", "native (masked) operators need a record model with "
-                                                 "supports (Record.from_qk(..., mask=...)), which this "
-                                                 "installation lacks; use operators='blocks'")
+    masked = mask_arguments(op.mask, Record.from_qk, "operators",
+                            "native (masked) operators need a record model with supports "
+                            "(Record.from_qk(..., mask=...)), which this installation lacks; use operators='blocks'")
     if op.form == "qk":
         return Record.from_qk(op.queries, op.keys, op.scale, op.bias, record_id=rid, provenance=prov, **masked)
     return Record.from_logits(op.logits(), record_id=rid, provenance=prov, **masked)

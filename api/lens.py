@@ -9,10 +9,10 @@ head), checked against the pattern (``fastpath/capture/lens.py``; route ``"trans
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from contextlib import contextmanager
 
+from softrank.api.masked import mask_arguments
 from softrank.api.records import Record
 from softrank.errors import InputError
 
@@ -75,11 +75,9 @@ def lens_records(calls, *, model: str, family: str, heads=None, batch=None, sour
 
 def _record(op, rid: str, prov: dict) -> Record:
     """The in-memory record of one operator; a masked one carries its mask (``mask=``)."""
-    masked = {} if op.mask is None else {"mask": op.mask}
-    if masked and "mask" not in inspect.signature(Record.from_logits).parameters:
-        raise InputError("records", "mask", "masked operators (a causal TransformerLens model) need a record "
-                                            "model with supports (Record.from_logits(..., mask=...)), which "
-                                            "this installation lacks")
+    masked = mask_arguments(op.mask, Record.from_logits, "mask",
+                            "masked operators (a causal TransformerLens model) need a record model with supports "
+                            "(Record.from_logits(..., mask=...)), which this installation lacks")
     return Record.from_logits(op.logits, record_id=rid, provenance=prov, **masked)
 
 

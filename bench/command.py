@@ -1,6 +1,7 @@
 """``softrank bench NAME``: benchmarks that print ratios measured in one run.
 
-One table maps each benchmark to ``module:function``; the function takes the parsed arguments and
+One table maps each benchmark to its help line; the benchmark is the ``main`` function of its module
+(``softrank.bench.<name>``, or the one ``MODULES`` names), which takes the parsed arguments and
 returns an exit code.  Timings are medians over repeats; compare ratios, not absolute times.
 """
 
@@ -12,14 +13,17 @@ from softrank.cli.args import check_count
 
 MAX_REPEATS = 1000  # timing repeats (default 5)
 
-BENCHMARKS: dict[str, tuple[str, str]] = {
-    "replay": ("softrank.bench.upper:main", "validated vs float64 time for upper witnesses"),
-    "lower": ("softrank.bench.lower:main", "validated vs float64 time for lower certificates"),
-    "oracle": ("softrank.bench.oracle:main", "exact oracle: 3x3 profile and 6x6 rank-1 decision"),
-    "bracket": ("softrank.bench.bracket:main", "bracket throughput and time share per construction"),
-    "store": ("softrank.bench.store:main", "validated vs plain float64 replay of a whole store (STORE)"),
-    "scale": ("softrank.bench.scale:main", "replay records/minute: in process, dask with 1 and 2 workers, projection"),
+# benchmark -> one-line help; each is ``main`` of its module ``softrank.bench.<module>``, the module
+# named as the benchmark but where ``MODULES`` names another
+BENCHMARKS: dict[str, str] = {
+    "replay": "validated vs float64 time for upper witnesses",
+    "lower": "validated vs float64 time for lower certificates",
+    "oracle": "exact oracle: 3x3 profile and 6x6 rank-1 decision",
+    "bracket": "bracket throughput and time share per construction",
+    "store": "validated vs plain float64 replay of a whole store (STORE)",
+    "scale": "replay records/minute: in process, dask with 1 and 2 workers, projection",
 }
+MODULES = {"replay": "upper"}
 
 
 def configure(parser) -> None:
@@ -35,6 +39,5 @@ def configure(parser) -> None:
 
 def run(args) -> int:
     check_count(args.repeats, "repeats", maximum=MAX_REPEATS)
-    target, _ = BENCHMARKS[args.name]
-    module_name, func = target.split(":")
-    return int(getattr(importlib.import_module(module_name), func)(args) or 0)
+    module = importlib.import_module(f"softrank.bench.{MODULES.get(args.name, args.name)}")
+    return int(module.main(args) or 0)

@@ -37,6 +37,7 @@ import time
 from softrank.cli.args import check_count, max_jobs, path_arg
 from softrank.cli.paths import check_not_input, store_records
 from softrank.cli.progress import progress as progress_bar
+from softrank.cli.summaries import by_eps, print_job_summary
 from softrank.fastpath.bracket.matrix import DEFAULT_EPS
 from softrank.replay.reader import MAX_TOLERANCES
 from softrank.replay.tolerance import Tolerance
@@ -113,8 +114,7 @@ def run(args) -> int:
         print(f"softrank bracket: error: {line}", file=sys.stderr)
     malformed = f", {len(job.errors)} malformed (not bracketed)" if job.errors else ""
     per_eps = []
-    for text in dict.fromkeys(r["eps_text"] for r in sorted(rows, key=lambda r: r["eps"])):
-        sel = [r for r in rows if r["eps_text"] == text]
+    for text, sel in by_eps(rows, "eps_text", "eps"):
         ratios = [r["upper"] / r["lower"] for r in sel if r["upper"] is not None and r["lower"]]
         done = sum(bool(r["resolved"]) for r in sel)
         uppers = [r["upper"] if r["upper"] is not None else min(r["m"], r["N"]) for r in sel]
@@ -122,19 +122,15 @@ def run(args) -> int:
                         "median_U": statistics.median(uppers),
                         "median_U_over_L": statistics.median(ratios) if ratios else None,
                         "resolved": done, "resolved_share": done / len(sel)})
-    code = 2 if job.errors else 0
-    if getattr(args, "json", False):
-        from softrank.cli.output import print_json
+    return print_job_summary(args, {"store": str(job.store), "out": str(job.out), "records": job.total,
+                                    "resumed": job.resumed, "malformed": len(job.errors), "errors": job.errors,
+                                    "tolerances": len(eps_list), "seconds": elapsed,
+                                    "table": str(job.out / "bracket.csv")},
+                             per_eps, f"softrank bracket: {job.total} records{resumed}{malformed} x {len(eps_list)} "
+                                      f"tolerances in {elapsed:.1f} s -> {job.out}", _eps_line)
 
-        print_json({"store": str(job.store), "out": str(job.out), "records": job.total, "resumed": job.resumed,
-                    "malformed": len(job.errors), "errors": job.errors, "tolerances": len(eps_list),
-                    "seconds": elapsed, "table": str(job.out / "bracket.csv"), "eps": per_eps,
-                    "exit_code": code})
-        return code
-    print(f"softrank bracket: {job.total} records{resumed}{malformed} x {len(eps_list)} tolerances in "
-          f"{elapsed:.1f} s -> {job.out}")
-    for e in per_eps:
-        ratio = float("nan") if e["median_U_over_L"] is None else e["median_U_over_L"]
-        print(f"  eps {e['eps']}: median L {e['median_L']:g}, median U {e['median_U']:g}, median U/L {ratio:.2f}, "
-              f"resolved {100 * e['resolved_share']:.1f}%")
-    return code
+
+def _eps_line(e: dict) -> str:
+    ratio = float("nan") if e["median_U_over_L"] is None else e["median_U_over_L"]
+    return (f"  eps {e['eps']}: median L {e['median_L']:g}, median U {e['median_U']:g}, median U/L {ratio:.2f}, "
+            f"resolved {100 * e['resolved_share']:.1f}%")

@@ -61,10 +61,10 @@ def configure(parser) -> None:
 
 
 @contextmanager
-def progress_report(on: bool, label: str):
+def progress_report(on: bool, label: str, start: int = 0):
     """``with progress_report(on, label) as report: producer(progress=report)``: a producer's
-    ``report(done, total)`` drives ``softrank.cli.progress.progress``, opened at the first report
-    (when the total is known); ``report`` is None when ``on`` is false."""
+    ``report(done, total)`` drives ``softrank.cli.progress.progress`` (counting from ``start``),
+    opened at the first report (when the total is known); ``report`` is None when ``on`` is false."""
     if not on:
         yield None
         return
@@ -73,7 +73,7 @@ def progress_report(on: bool, label: str):
 
         def report(done: int, total: int) -> None:
             if not bar:
-                bar.append(stack.enter_context(progress(True, total, label)))
+                bar.append(stack.enter_context(progress(True, total, label, start=start)))
             bar[0](done)
         yield report
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from softrank.cli.args import check_count, max_jobs, path_arg, value_arg
-from softrank.cli.extract import add_model_options, check_model_options, extract_model
+from softrank.cli.extract import add_model_options, check_model_options, extract_model, progress_report
 from softrank.cli.paths import output_dir
 from softrank.replay.tolerance import Tolerance
 from softrank.errors import InputError
@@ -181,24 +181,9 @@ def _pipeline_arguments(args, tolerances: list[Tolerance], console):
 def _progress_hook(on: bool):
     """``hook(label, start)``: a context yielding ``report(done, total)`` (None when ``on`` is
     false) that opens a progress bar at its first report, when the total is known."""
-    from contextlib import ExitStack, contextmanager
+    from functools import partial
 
-    from softrank.cli.progress import progress
-
-    @contextmanager
-    def hook(label: str, start: int = 0):
-        if not on:
-            yield None
-            return
-        with ExitStack() as stack:
-            bar = []
-
-            def report(done: int, total: int) -> None:
-                if not bar:
-                    bar.append(stack.enter_context(progress(True, total, label, start=start)))
-                bar[0](done)
-            yield report
-    return hook
+    return partial(progress_report, on)
 
 
 def _print_plan(args, tolerances, as_json: bool) -> int:

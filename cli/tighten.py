@@ -26,6 +26,7 @@ from pathlib import Path
 from softrank.cli.args import max_jobs, parse_count, path_arg
 from softrank.cli.paths import check_outside, output_dir
 from softrank.cli.progress import progress as progress_bar
+from softrank.cli.summaries import by_eps, print_job_summary
 from softrank.replay.tolerance import Tolerance
 from softrank.errors import InputError
 
@@ -139,8 +140,7 @@ def run(args) -> int:
     malformed = f", {len(errors)} malformed (not written)" if errors else ""
     seconds = time.perf_counter() - t0
     per_eps = []
-    for text in dict.fromkeys(r["eps"] for r in sorted(rows, key=lambda r: r["eps_value"])):
-        sel = [r for r in rows if r["eps"] == text]
+    for text, sel in by_eps(rows, "eps", "eps_value"):
         ratio = [r["upper_after"] / r["lower_after"] for r in sel if r["upper_after"] is not None]
         per_eps.append({"eps": text, "tried": len(sel),
                         "upper_lowered": sum(r["upper_after"] != r["upper_before"] for r in sel),
@@ -148,19 +148,15 @@ def run(args) -> int:
                         "resolved_before": sum(bool(r["resolved_before"]) for r in sel),
                         "resolved_after": sum(bool(r["resolved_after"]) for r in sel),
                         "median_U_over_L_after": statistics.median(ratio) if ratio else None})
-    code = 2 if errors else 0
-    if getattr(args, "json", False):
-        from softrank.cli.output import print_json
+    return print_job_summary(args, {"store": str(args.store), "out": str(out), "records": total, "tried": len(rows),
+                                    "malformed": len(errors), "errors": errors, "seconds": seconds,
+                                    "table": str(out / "tighten.csv")},
+                             per_eps, f"softrank tighten: {total} records, {len(rows)} (record, eps) tried in "
+                                      f"{seconds:.1f} s{malformed} -> {out} (table {out / 'tighten.csv'})", _eps_line)
 
-        print_json({"store": str(args.store), "out": str(out), "records": total, "tried": len(rows),
-                    "malformed": len(errors), "errors": errors, "seconds": seconds,
-                    "table": str(out / "tighten.csv"), "eps": per_eps, "exit_code": code})
-        return code
-    print(f"softrank tighten: {total} records, {len(rows)} (record, eps) tried in "
-          f"{seconds:.1f} s{malformed} -> {out} (table {out / 'tighten.csv'})")
-    for e in per_eps:
-        ratio = float("nan") if e["median_U_over_L_after"] is None else e["median_U_over_L_after"]
-        print(f"  eps {e['eps']}: {e['tried']} tried, upper lowered {e['upper_lowered']}, lower raised "
-              f"{e['lower_raised']}, resolved {e['resolved_before']} -> {e['resolved_after']}, median U/L after "
-              f"{ratio:.2f}")
-    return code
+
+def _eps_line(e: dict) -> str:
+    ratio = float("nan") if e["median_U_over_L_after"] is None else e["median_U_over_L_after"]
+    return (f"  eps {e['eps']}: {e['tried']} tried, upper lowered {e['upper_lowered']}, lower raised "
+            f"{e['lower_raised']}, resolved {e['resolved_before']} -> {e['resolved_after']}, median U/L after "
+            f"{ratio:.2f}")

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -26,67 +25,30 @@ from softrank.replay.engine import RecordResult
 from softrank.validated.balls import float_at_least
 
 
-@dataclass
-class LowerOutcome:
-    """One lower certificate's check, a struct in the ``lower_outcomes`` list of a replay row."""
-
-    kind: str | None = None
-    claimed: int | None = None
-    outcome: str | None = None
-    route: str | None = None
-    value: str | None = None
-    lemma: str | None = None
-    reason: str | None = None
+def _row_class(name: str, doc: str, fields: dict):
+    """A row dataclass: each field of ``fields`` (name -> type) is ``type | None``, default None."""
+    return dataclasses.make_dataclass(name, [(f, t | None, dataclasses.field(default=None)) for f, t in fields.items()],
+                                      namespace={"__doc__": doc, "__module__": __name__})
 
 
-@dataclass
-class ReplayRow:
-    """One row of ``replay.parquet``: a record at one eps (a malformed record: one row, its error)."""
+LowerOutcome = _row_class(
+    "LowerOutcome", "One lower certificate's check, a struct in the ``lower_outcomes`` list of a replay row.",
+    {"kind": str, "claimed": int, "outcome": str, "route": str, "value": str, "lemma": str, "reason": str})
 
-    record_id: str | None = None
-    status: str | None = None
-    error: str | None = None
-    model: str | None = None
-    family: str | None = None
-    attention: str | None = None
-    source_id: str | None = None
-    layer: int | None = None
-    head: int | None = None
-    block_width: int | None = None
-    positions: list[int] | None = None
-    m: int | None = None
-    N: int | None = None
-    eps: str | None = None
-    eps_value: float | None = None
-    float64_lower: int | None = None
-    float64_upper: int | None = None
-    validated_lower: int | None = None
-    validated_upper: int | None = None
-    chi_upper: float | None = None
-    upper_rank: int | None = None
-    upper_construction: str | None = None
-    upper_outcome: str | None = None
-    upper_route: str | None = None
-    upper_bound: str | None = None
-    upper_lemma: str | None = None
-    upper_reason: str | None = None
-    lower_kind: str | None = None
-    lower_outcomes: list[LowerOutcome] | None = None
-    assumptions: list[str] | None = None
-    seconds: float | None = None
+ReplayRow = _row_class(
+    "ReplayRow", "One row of ``replay.parquet``: a record at one eps (a malformed record: one row, its error).",
+    {"record_id": str, "status": str, "error": str, "model": str, "family": str, "attention": str, "source_id": str,
+     "layer": int, "head": int, "block_width": int, "positions": list[int], "m": int, "N": int,
+     "eps": str, "eps_value": float, "float64_lower": int, "float64_upper": int,
+     "validated_lower": int, "validated_upper": int, "chi_upper": float,
+     "upper_rank": int, "upper_construction": str, "upper_outcome": str, "upper_route": str, "upper_bound": str,
+     "upper_lemma": str, "upper_reason": str, "lower_kind": str, "lower_outcomes": list[LowerOutcome],
+     "assumptions": list[str], "seconds": float})
 
-
-@dataclass
-class VerdictRow:
-    """One row of ``verdicts.parquet``: the float64 and the validated verdict at budget k."""
-
-    record_id: str | None = None
-    family: str | None = None
-    block_width: int | None = None
-    eps: str | None = None
-    k: int | None = None
-    float64_verdict: str | None = None
-    validated_verdict: str | None = None
+VerdictRow = _row_class(
+    "VerdictRow", "One row of ``verdicts.parquet``: the float64 and the validated verdict at budget k.",
+    {"record_id": str, "family": str, "block_width": int, "eps": str, "k": int, "float64_verdict": str,
+     "validated_verdict": str})
 
 
 _ARROW = {int: pa.int64(), str: pa.string(), float: pa.float64(), bool: pa.bool_()}

@@ -18,6 +18,7 @@ from typing import Callable
 from softrank.replay.tolerance import Tolerance
 from softrank.fastpath.capture import panels
 from softrank.fastpath.runner import Journal, run_tasks
+from softrank.fastpath.store.files import file_sha256
 from softrank.errors import InputError
 
 
@@ -51,13 +52,6 @@ class Hooks:
     say: Callable[[str], None] = lambda line: None
     progress: Callable = lambda label, start: nullcontext(None)
     extract_model: Callable[[Path], list[str]] | None = None
-
-
-def sha256(path) -> str:
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return ""
 
 
 def has_records(store: Path) -> bool:
@@ -143,7 +137,7 @@ class BracketStep:
         return {"eps": [t.text for t in self.s.tolerances]}
 
     def outputs(self) -> dict:
-        return {name: sha256(self.s.store / name) for name in ("bracket.csv", "index.csv", "bracket-manifest.json")}
+        return {name: file_sha256(self.s.store / name) for name in ("bracket.csv", "index.csv", "bracket-manifest.json")}
 
     def run(self, journal: Path, resume: bool) -> dict:
         from softrank.fastpath.bracket.store import BracketJob
@@ -178,7 +172,7 @@ class ReplayStep:
     def outputs(self) -> dict:
         from softrank.findings.replay_table import REPLAY_FILES
 
-        return {name: sha256(self.folder / name) for name in REPLAY_FILES}
+        return {name: file_sha256(self.folder / name) for name in REPLAY_FILES}
 
     def run(self, journal: Path, resume: bool) -> dict:
         from dataclasses import asdict

@@ -7,6 +7,11 @@
 - ``add_stray_entries`` / ``assert_strays_reported``: entries of a store's ``records/`` that are
   not folders (a file, a FIFO, a dangling link), and the check that a command named each on one
   line, with exit code 2 and no traceback.
+- ``stochastic_rows``, ``competitor_point``: random row-stochastic rational cells, and the point of a
+  branch relaxation's variables at a competitor factorisation, for tests/oracle.
+- ``sigkill_when``: kill a started command once its journal shows it far enough (resume tests).
+- ``record_block``: the part of a reference attention pattern a captured record states.
+- ``capture_records``: one captured forward pass of a torch model, for the capture route tests.
 """
 
 from __future__ import annotations
@@ -184,3 +189,75 @@ def demo_store_and_replay(root, operators: int, seed: int, replay: str = "replay
     build_demo_store(root / "store", operators=operators, size=size, seed=seed)
     replay_store(root / "store", root / replay)
     return root
+
+
+def stochastic_rows(rng, m: int, n: int, random_fix: bool = False) -> list[list[Fraction]]:
+    """``m`` random rows of ``n`` rationals on the simplex (weights 0..9 over their sum); an all-zero
+    row gets a weight 1 at column 0 (or at ``rng.randrange(n)`` with ``random_fix``)."""
+    A = []
+    for _ in range(m):
+        w = [rng.randint(0, 9) for _ in range(n)]
+        if not any(w):
+            w[rng.randrange(n) if random_fix else 0] = 1
+        A.append([Fraction(x, sum(w)) for x in w])
+    return A
+
+
+def competitor_point(A, z, c) -> tuple[Fraction, dict]:
+    """A 3 x 3 cell's competitor B = Z [I | c] (Z 3 x 2, column 2 of B from ``c[(t, 2)]``): its
+    distance eps to ``A`` (max row l1) and the point (c, z, w = z c, e = |A - B|) of the branch
+    relaxation's variables there."""
+    B = [[z[i][0], z[i][1], z[i][0] * c[(0, 2)] + z[i][1] * c[(1, 2)]] for i in range(3)]
+    eps = max(sum(abs(a - b) for a, b in zip(ra, rb)) for ra, rb in zip(A, B))
+    point = {("c", t, 2): c[(t, 2)] for t in range(2)}
+    point.update({("z", i, t): z[i][t] for i in range(3) for t in range(2)})
+    point.update({("w", i, t, 2): z[i][t] * c[(t, 2)] for i in range(3) for t in range(2)})
+    point.update({("e", i, j): abs(A[i][j] - B[i][j]) for i in range(3) for j in range(3)})
+    return eps, point
+
+
+def capture_records(model, *args, **kwargs):
+    """One forward pass of ``model`` under ``softrank.capture``: (the capture, its records, the
+    messages of the CaptureWarnings it raised)."""
+    import warnings
+
+    import softrank
+    import torch
+    from softrank.fastpath.capture.dispatch import CaptureWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with softrank.capture(model) as cap, torch.no_grad():
+            model(*args, **kwargs)
+        recs = cap.records()
+    return cap, recs, [str(w.message) for w in caught if issubclass(w.category, CaptureWarning)]
+
+
+def sigkill_when(proc, ready, seconds: float, what: str = "run") -> None:
+    """SIGKILL the process ``proc`` once ``ready()`` holds (polled every 2 ms; it must not have
+    ended before, nor take over ``seconds``), then check that it died of the signal."""
+    import os
+    import signal
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not ready():
+        assert proc.poll() is None, f"the {what} ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.002)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+
+
+def record_block(p: np.ndarray, prov: dict, valid: int) -> np.ndarray:
+    """What a captured record with provenance ``prov`` states of the reference probabilities ``p``
+    (one head, one batch item): the first ``valid`` rows and columns; of a decoder-self block, the
+    rows of its ``positions`` over its ``block_width`` keys, each row renormalised."""
+    keep = np.arange(valid)
+    p = p[np.ix_(keep, keep)]
+    if prov["attention"] == "decoder-self-block":
+        start, stop = prov["positions"]
+        p = p[start:stop, :prov["block_width"]]
+        p = p / p.sum(axis=1, keepdims=True)
+    return p

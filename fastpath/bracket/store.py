@@ -16,7 +16,6 @@ the float."""
 
 from __future__ import annotations
 
-import hashlib
 import time
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from softrank.fastpath.bracket.matrix import ALL_CONSTRUCTIONS, DEFAULT_EPS, Eps
 from softrank.fastpath.capture.labels import record_label
 from softrank.fastpath.lower.certificates import tail_lower
 from softrank.fastpath.runner import Journal, RecordsJob
-from softrank.fastpath.store.files import output_folder, special_manifest, write_csv, write_json
+from softrank.fastpath.store.files import file_sha256, output_folder, special_manifest, write_csv, write_json
 from softrank.fastpath.store.writer import RecordWriter, recover_store, write_index
 from softrank.replay.reader import read_record, record_entries
 from softrank.errors import InputError
@@ -101,14 +100,6 @@ def bracket_cost(folder, eps: float) -> float:
         return 0.0
     k, _ = tail_lower(s, eps * eps)  # the ranks whose truncation misses eps in Frobenius norm
     return float(A.shape[0] * A.shape[1] * (k + 1))
-
-
-def file_sha256(path) -> str:
-    """SHA-256 of a file's bytes (``""`` when it cannot be read)."""
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return ""
 
 
 def bracket_task(args: tuple) -> dict:

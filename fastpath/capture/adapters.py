@@ -36,24 +36,30 @@ def _arg(args, kwargs, index: int, name: str):
     return args[index] if len(args) > index else None
 
 
-def _training_dropout(session: CaptureSession, module) -> bool:
+def _hook_inputs(session: CaptureSession, module, args, kwargs, output, alibi_at: int, no_probs: str):
+    """(hidden states, alibi, attention mask, probabilities) of an adapted forward whose alibi and
+    mask are positional arguments ``alibi_at`` and ``alibi_at + 1``; None (and the module refused)
+    in training mode with attention dropout, or when the output carries no probabilities."""
     p = getattr(getattr(module, "attention_dropout", None), "p", 0.0)
     if module.training and p:
         session.refuse(module, f"attention dropout {p} in training mode changes the operator at random")
-        return True
-    return False
+        return None
+    hidden = _arg(args, kwargs, 0, "hidden_states")
+    alibi = _arg(args, kwargs, alibi_at, "alibi")
+    mask = _arg(args, kwargs, alibi_at + 1, "attention_mask")
+    probs = output[1] if isinstance(output, tuple) and len(output) > 1 else None
+    if probs is None:
+        session.refuse(module, no_probs)
+        return None
+    return hidden, alibi, mask, probs
 
 
 def _bloom(session: CaptureSession, module, args, kwargs, output) -> None:
-    if _training_dropout(session, module):
+    inputs = _hook_inputs(session, module, args, kwargs, output, 2,
+                          "Bloom's attention returned no probabilities to check the capture against")
+    if inputs is None:
         return
-    hidden = _arg(args, kwargs, 0, "hidden_states")
-    alibi = _arg(args, kwargs, 2, "alibi")
-    mask = _arg(args, kwargs, 3, "attention_mask")
-    probs = output[1] if isinstance(output, tuple) and len(output) > 1 else None
-    if probs is None:
-        session.refuse(module, "Bloom's attention returned no probabilities to check the capture against")
-        return
+    hidden, alibi, mask, probs = inputs
     q, k, _ = module._reshape(module.query_key_value(hidden))
     if probs.shape[-1] != k.shape[-2]:
         session.refuse(module, "keys include a cached prefix (run without a cache)")
@@ -84,16 +90,12 @@ def _falcon_split(module, fused):
 
 
 def _falcon(session: CaptureSession, module, args, kwargs, output) -> None:
-    if _training_dropout(session, module):
+    inputs = _hook_inputs(session, module, args, kwargs, output, 1,
+                          "Falcon's sdpa attention exposes no probabilities to check a capture against "
+                          "(load the model with attn_implementation='eager')")
+    if inputs is None:
         return
-    hidden = _arg(args, kwargs, 0, "hidden_states")
-    alibi = _arg(args, kwargs, 1, "alibi")
-    mask = _arg(args, kwargs, 2, "attention_mask")
-    probs = output[1] if isinstance(output, tuple) and len(output) > 1 else None
-    if probs is None:
-        session.refuse(module, "Falcon's sdpa attention exposes no probabilities to check a capture against "
-                               "(load the model with attn_implementation='eager')")
-        return
+    hidden, alibi, mask, probs = inputs
     q, k = _falcon_split(module, module.query_key_value(hidden))
     b, m = q.shape[0], q.shape[1]
     kv_heads = k.shape[2]

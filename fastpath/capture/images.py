@@ -2,7 +2,7 @@
 ship with matplotlib (``matplotlib.cbook.get_sample_data``), each file pinned by its SHA-256.
 
 A crop is ``matplotlib:<file>@<x>,<y>,<size>`` (left, top, side in the file's pixels); it is
-resized to the model's image size (linear, antialiased: ``sources._resize_axis``), rescaled and
+resized to the model's image size (linear, antialiased: ``sources.model_pixels``), rescaled and
 normalised with the checkpoint's settings (``sources.image_settings``); its SHA-256 is that of
 the float32 pixel bytes, as for the synthetic images.  ``sample_images(count, seed)`` picks
 ``count`` of the ``CROPS`` in a ``random.Random(seed)`` order.
@@ -15,7 +15,7 @@ import random
 from pathlib import Path
 
 import numpy as np
-from softrank.fastpath.capture.sources import IMAGE_DEFAULTS, ImageSource, _match_channels, _resize_axis, decode_image
+from softrank.fastpath.capture.sources import ImageSource, _match_channels, decode_image, model_pixels
 from softrank.errors import InputError
 
 # matplotlib's sample images (matplotlib/mpl-data/sample_data), SHA-256 of each file
@@ -55,15 +55,7 @@ def crop_image(crop: tuple[str, int, int, int], size: int, channels: int = 3, se
     if top + side > img.shape[0] or left + side > img.shape[1]:
         raise InputError(f"matplotlib:{name}", "crop", f"crop {left},{top},{side} outside the {img.shape[1]} x "
                                                        f"{img.shape[0]} image")
-    img = img[top:top + side, left:left + side].astype(np.float64)
-    img = _resize_axis(_resize_axis(img, size, 0), size, 1)
-    st = {**IMAGE_DEFAULTS, **(settings or {})}
-    if st["do_rescale"]:
-        img = img * float(st["rescale_factor"])
-    if st["do_normalize"]:
-        mean, std = (np.resize(np.asarray(st[k], dtype=np.float64), channels) for k in ("image_mean", "image_std"))
-        img = (img - mean) / std
-    pixels = np.ascontiguousarray(img.transpose(2, 0, 1), dtype=np.float32)
+    pixels = model_pixels(img[top:top + side, left:left + side].astype(np.float64), size, channels, settings)
     return ImageSource(f"matplotlib:{name}@{left},{top},{side}", pixels)
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from softrank.fastpath.capture.calls import BatchHeads
 from softrank.fastpath.capture.names import split_name
 from softrank.fastpath.capture.operators import Refusal, slug, tolerance
 from softrank.fastpath.store.support import masked_rowsoftmax64, support_dict, support_of_mask
@@ -67,8 +68,10 @@ def lens_problem(model) -> str:
 
 
 @dataclass
-class LensCall:
+class LensCall(BatchHeads):
     """One attention call: the logits fed to the softmax and the probabilities, ``(B, H, m, N)``."""
+
+    HEADS_OF = "scores"
 
     module: str  # e.g. "blocks.3.attn"
     layer: int
@@ -82,14 +85,6 @@ class LensCall:
     @property
     def cross(self) -> bool:
         return "cross" in self.module.rsplit(".", 1)[-1]
-
-    @property
-    def num_heads(self) -> int:
-        return int(self.scores.shape[1])
-
-    @property
-    def batch_size(self) -> int:
-        return int(self.scores.shape[0])
 
 
 @dataclass

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from softrank.fastpath.capture.calls import BatchHeads
 from softrank.fastpath.capture.names import ModuleNames, split_name
 
 _ACTIVE: list[CaptureSession] = []
@@ -62,8 +63,10 @@ def _host(t: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass
-class Capture:
+class Capture(BatchHeads):
     """One attention call: the operator's defining numbers for every head of one layer."""
+
+    HEADS_OF = "queries"
 
     module: str  # qualified module name, e.g. "layers.3.self_attn"
     layer: int
@@ -85,14 +88,6 @@ class Capture:
     route: str = "attention-interface"  # which capture route made it (provenance ``route``)
     checks: dict = field(default_factory=dict)  # the route's own checks of the call (provenance)
     pass_index: int = 0  # which forward pass of the capture block made the call (0, 1, ...)
-
-    @property
-    def num_heads(self) -> int:
-        return int(self.queries.shape[1])
-
-    @property
-    def batch_size(self) -> int:
-        return int(self.queries.shape[0])
 
     @property
     def n_rep(self) -> int:

@@ -202,6 +202,13 @@ def image_file(path, size: int, channels: int = 3, settings: dict | None = None)
     except OSError as err:
         raise InputError(str(path), "image-file", f"cannot read: {err.strerror or err}")
     img = _match_channels(decode_image(raw, str(path)), channels).astype(np.float64)
+    pixels = model_pixels(img, size, channels, settings)
+    return ImageSource(f"file:{path.name}", pixels, hashlib.sha256(raw).hexdigest())
+
+
+def model_pixels(img: np.ndarray, size: int, channels: int, settings: dict | None) -> np.ndarray:
+    """(height, width, channels) float64 pixels as model input: resized to ``size`` x ``size``
+    (linear, antialiased), rescaled and normalised with ``settings``; float32, channels first."""
     img = _resize_axis(_resize_axis(img, size, 0), size, 1)
     st = {**IMAGE_DEFAULTS, **(settings or {})}
     if st["do_rescale"]:
@@ -209,8 +216,7 @@ def image_file(path, size: int, channels: int = 3, settings: dict | None = None)
     if st["do_normalize"]:
         mean, std = (np.resize(np.asarray(st[k], dtype=np.float64), channels) for k in ("image_mean", "image_std"))
         img = (img - mean) / std
-    pixels = np.ascontiguousarray(img.transpose(2, 0, 1), dtype=np.float32)
-    return ImageSource(f"file:{path.name}", pixels, hashlib.sha256(raw).hexdigest())
+    return np.ascontiguousarray(img.transpose(2, 0, 1), dtype=np.float32)
 
 
 def decode_image(raw: bytes, where: str) -> np.ndarray:

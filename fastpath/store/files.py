@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import errno
+import hashlib
 import json
 import math
 import os
@@ -21,6 +22,14 @@ from typing import Any, Callable
 import numpy as np
 
 from softrank.replay.reader import read_regular_file  # noqa: F401  (the one safe reader; re-exported)
+
+
+def file_sha256(path) -> str:
+    """SHA-256 of a file's bytes (``""`` when it cannot be read)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
 
 
 def umask() -> int:

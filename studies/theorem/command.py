@@ -80,7 +80,9 @@ def configure(parser) -> None:
         s.add_argument("--out", default=None, metavar="CSV", type=path_arg, help="write one row per check to this CSV file")
 
 
-def _emit(args, summary: dict, rows: list[dict]) -> None:
+def emit(args, summary: dict, rows: list[dict], width: int = 36) -> None:
+    """The rows to ``--out`` (a CSV file) when given; the summary and rows as JSON under ``--json``,
+    else the summary one ``key: value`` a line, the keys right-aligned to ``width``."""
     from softrank.fastpath.store.files import write_csv
 
     if getattr(args, "out", None) is not None:  # checked (theorem_records) before any work
@@ -89,7 +91,7 @@ def _emit(args, summary: dict, rows: list[dict]) -> None:
         print_json({"summary": summary, "rows": rows})
     else:
         for k, v in summary.items():
-            print(f"{k:>36}: {v}")
+            print(f"{k:>{width}}: {v}")
 
 
 def _perturbation(args) -> int:
@@ -196,5 +198,5 @@ def run(args) -> int:
         print(f"softrank theorem: error: {line}", file=sys.stderr)
     if not rows and errors:
         return 2
-    _emit(args, summary, rows)
+    emit(args, summary, rows)
     return 2 if errors else 0 if refuted == 0 else 1

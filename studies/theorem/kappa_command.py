@@ -26,9 +26,8 @@ import sys
 import numpy as np
 
 from softrank.cli.args import parse_int_list, path_arg
-from softrank.cli.output import print_json
 from softrank.cli.summaries import max_or_none, median_or_none, shown_number
-from softrank.studies.theorem.command import RECORD_FAILURES, record_failure, theorem_records
+from softrank.studies.theorem.command import RECORD_FAILURES, emit, record_failure, theorem_records
 
 
 def configure(parser) -> None:
@@ -42,7 +41,6 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    from softrank.fastpath.store.files import write_csv
     from softrank.studies.theorem.kappa import kappa_bracket_record
 
     ranks = parse_int_list(args.rank, "rank", minimum=1)
@@ -82,11 +80,5 @@ def run(args) -> int:
         "median_seconds": statistics.median(x["seconds_total"] for x in rows),
         "shapes": sorted({f"{x['m']}x{x['N']}" for x in rows}), "ranks": sorted({x["r"] for x in rows}),
     }
-    if args.out:
-        write_csv(args.out, rows)
-    if args.json:
-        print_json({"summary": summary, "rows": rows})
-    else:
-        for k, v in summary.items():
-            print(f"{k:>28}: {v}")
+    emit(args, summary, rows, width=28)
     return 2 if errors else 0 if len(ok) == len(rows) else 1

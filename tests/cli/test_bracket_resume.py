@@ -11,12 +11,11 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
+from helpers import sigkill_when
 
 from softrank.fastpath.demo import build_demo_store
 from softrank.replay.reader import list_records, read_record
@@ -73,14 +72,7 @@ def _done(store) -> int:
 
 
 def _kill(proc, ready) -> None:
-    deadline = time.monotonic() + 120
-    while not ready():
-        assert proc.poll() is None, "the run ended before it could be killed"
-        assert time.monotonic() < deadline
-        time.sleep(0.002)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL
+    sigkill_when(proc, ready, 120)
 
 
 def _start(store, at, cwd):

@@ -5,14 +5,12 @@ that looks complete (no manifest, no tables) while the journal is incomplete."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 
 import pyarrow.parquet as pq
 import pytest
+from helpers import sigkill_when
 
 from softrank.fastpath.demo import build_demo_store
 
@@ -54,14 +52,7 @@ def _kill_after(store, out, at: int, extra=()) -> None:
     """Start a replay, wait until ``at`` records are journaled, SIGKILL it (never a finished run)."""
     proc = subprocess.Popen([*REPLAY, str(store), "--out", str(out), *extra], cwd=out.parent,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 300
-    while _done(out) < at:
-        assert proc.poll() is None, "the replay ended before it could be killed"
-        assert time.monotonic() < deadline
-        time.sleep(0.002)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL
+    sigkill_when(proc, lambda: _done(out) >= at, 300, "replay")
 
 
 def _table(folder, name):

@@ -7,16 +7,11 @@ through the softmax; attention dropout in training mode is refused."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
+from helpers import capture_records, record_block
 
 torch = pytest.importorskip("torch")
-
-import softrank
-from softrank.fastpath.capture.dispatch import CaptureWarning
-
 nn = torch.nn
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 EXACT = 1e-5
@@ -30,12 +25,8 @@ def _encoder(dropout=0.0):
 
 
 def _records(model, *args, **kwargs):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with softrank.capture(model) as cap, torch.no_grad():
-            model(*args, **kwargs)
-        recs = cap.records()
-    return recs, [str(w.message) for w in caught if issubclass(w.category, CaptureWarning)]
+    _, recs, warned = capture_records(model, *args, **kwargs)
+    return recs, warned
 
 
 def _layer_probs(model, x, **kwargs):
@@ -83,13 +74,8 @@ def test_transformer_encoder_is_captured_exactly(case):
     for rec in recs:
         prov = rec.provenance
         assert prov["route"] == "multihead-attention" and prov["module"] == f"layers.{prov['layer']}.self_attn"
-        p = ref[prov["layer"]][prov["batch_item"], prov["head"]]
-        valid = np.arange(28 if case == "padding" and prov["batch_item"] == 1 else TOKENS)
-        p = p[np.ix_(valid, valid)]
-        if prov["attention"] == "decoder-self-block":
-            start, stop = prov["positions"]
-            p = p[start:stop, :prov["block_width"]]
-            p = p / p.sum(axis=1, keepdims=True)
+        p = record_block(ref[prov["layer"]][prov["batch_item"], prov["head"]], prov,
+                         28 if case == "padding" and prov["batch_item"] == 1 else TOKENS)
         assert rec.shape == p.shape
         worst = max(worst, float(np.abs(rec.a_hat - p).max()))
     assert worst < EXACT

@@ -6,14 +6,13 @@ A V checked against sdpa's output; dropout and an output that disagrees are refu
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest
+from helpers import capture_records, record_block
 
 torch = pytest.importorskip("torch")
 
-import softrank
 from softrank.fastpath.capture.dispatch import CaptureWarning, capturing
 from softrank.fastpath.capture.sdpa_route import _capture, call_arguments
 
@@ -59,12 +58,7 @@ def _reference(model, x, mask=None, causal=False):
 
 
 def _records(model, *args, **kwargs):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with softrank.capture(model) as cap, torch.no_grad():
-            model(*args, **kwargs)
-        recs = cap.records()
-    return cap, recs, [str(w.message) for w in caught if issubclass(w.category, CaptureWarning)]
+    return capture_records(model, *args, **kwargs)
 
 
 X = torch.randn(2, TOKENS, 32, generator=torch.Generator().manual_seed(4))
@@ -88,13 +82,8 @@ def test_sdpa_is_captured_exactly(case):
         prov = rec.provenance
         assert prov["route"] == "sdpa" and rec.form == "qk" and prov["capture_max_deviation"] <= EXACT
         assert prov["capture_output_deviation"] <= prov["capture_output_tolerance"] < 1e-4
-        p = ref[prov["batch_item"], prov["head"]]
-        valid = np.arange(25 if case == "padding" and prov["batch_item"] == 1 else TOKENS)
-        p = p[np.ix_(valid, valid)]
-        if prov["attention"] == "decoder-self-block":
-            start, stop = prov["positions"]
-            p = p[start:stop, :prov["block_width"]]
-            p = p / p.sum(axis=1, keepdims=True)
+        p = record_block(ref[prov["batch_item"], prov["head"]], prov,
+                         25 if case == "padding" and prov["batch_item"] == 1 else TOKENS)
         assert rec.shape == p.shape and float(np.abs(rec.a_hat - p).max()) < EXACT
     kinds = {r.provenance["attention"] for r in recs}
     assert kinds == ({"decoder-self-block"} if case in ("causal", "additive") else {"encoder-self"})

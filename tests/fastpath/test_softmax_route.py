@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import capture_records
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -53,12 +54,8 @@ MODELS = {
 
 def _capture(model, *args, **kwargs):
     """Capture one pass; (records, warnings)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with softrank.capture(model) as cap, torch.no_grad():
-            model(*args, **kwargs)
-        recs = cap.records()
-    return recs, [str(w.message) for w in caught if issubclass(w.category, CaptureWarning)]
+    _, recs, warned = capture_records(model, *args, **kwargs)
+    return recs, warned
 
 
 def _block(probs, rec, valid=None):

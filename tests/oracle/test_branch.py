@@ -10,6 +10,7 @@ import random
 from fractions import Fraction as F
 
 import pytest
+from helpers import competitor_point, stochastic_rows
 from softrank.oracle import recheck
 from softrank.oracle.search import branch, decide
 from softrank.oracle.branch_checks import check_farkas_rows, relaxation_rows, root_box
@@ -19,13 +20,7 @@ I3 = [[F(int(i == j)) for j in range(3)] for i in range(3)]
 
 
 def _cell(rng, m, n):
-    A = []
-    for _ in range(m):
-        w = [rng.randint(0, 9) for _ in range(n)]
-        if not any(w):
-            w[0] = 1
-        A.append([F(x, sum(w)) for x in w])
-    return A, F(rng.randint(1, 40), 80)
+    return stochastic_rows(rng, m, n), F(rng.randint(1, 40), 80)
 
 
 def sweep(count, seed, budget=5):
@@ -114,12 +109,7 @@ def test_relaxation_holds_at_every_true_factorisation():
         A, _ = _cell(rng, 3, 3)
         z = [[F(rng.randint(0, 8), 8) for _ in range(2)] for _ in range(3)]
         c = {(t, 2): F(rng.randint(-8, 8), 8) for t in range(2)}
-        B = [[z[i][0], z[i][1], z[i][0] * c[(0, 2)] + z[i][1] * c[(1, 2)]] for i in range(3)]
-        eps = max(sum(abs(a - b) for a, b in zip(ra, rb)) for ra, rb in zip(A, B))
-        point = {("c", t, 2): c[(t, 2)] for t in range(2)}
-        point.update({("z", i, t): z[i][t] for i in range(3) for t in range(2)})
-        point.update({("w", i, t, 2): z[i][t] * c[(t, 2)] for i in range(3) for t in range(2)})
-        point.update({("e", i, j): abs(A[i][j] - B[i][j]) for i in range(3) for j in range(3)})
+        eps, point = competitor_point(A, z, c)
         rows = relaxation_rows(A, eps, "unrestricted", [0, 1], root_box(A, eps, "unrestricted", [0, 1]))
         for coefs, rhs, eq in rows:
             lhs = sum((x * point[v] for v, x in coefs.items()), F(0))

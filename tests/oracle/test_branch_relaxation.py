@@ -11,6 +11,7 @@ import random
 from fractions import Fraction as F
 
 import pytest
+from helpers import competitor_point
 from softrank.oracle import branch_checks as bc
 from softrank.oracle import recheck
 from softrank.oracle.search import branch
@@ -55,12 +56,7 @@ def test_relaxation_holds_at_unrestricted_factorisations_with_entries_outside_0_
         A = [[F(rng.randint(0, 8), 8) for _ in range(3)] for _ in range(3)]
         z = [[F(rng.randint(-8, 16), 8) for _ in range(2)] for _ in range(3)]
         c = {(t, 2): F(rng.randint(-8, 8), 8) for t in range(2)}
-        B = [[z[i][0], z[i][1], z[i][0] * c[(0, 2)] + z[i][1] * c[(1, 2)]] for i in range(3)]
-        eps = max(sum(abs(a - b) for a, b in zip(ra, rb)) for ra, rb in zip(A, B))
-        point = {("c", t, 2): c[(t, 2)] for t in range(2)}
-        point.update({("z", i, t): z[i][t] for i in range(3) for t in range(2)})
-        point.update({("w", i, t, 2): z[i][t] * c[(t, 2)] for i in range(3) for t in range(2)})
-        point.update({("e", i, j): abs(A[i][j] - B[i][j]) for i in range(3) for j in range(3)})
+        eps, point = competitor_point(A, z, c)
         rows = bc.relaxation_rows(A, eps, "unrestricted", [0, 1], bc.root_box(A, eps, "unrestricted", [0, 1]))
         for coefs, rhs, eq in rows:
             lhs = sum((x * point[v] for v, x in coefs.items()), F(0))

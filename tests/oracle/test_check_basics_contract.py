@@ -12,17 +12,7 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
-from softrank.oracle.check_basics import (
-    MAX_TEXT,
-    as_int,
-    as_ints,
-    as_matrix,
-    as_rational,
-    as_vector,
-    dot,
-    l1,
-    simplex_distance,
-)
+from softrank.oracle.check_basics import MAX_TEXT, as_int, as_ints, as_matrix, as_rational, as_vector, dot, l1, simplex_distance
 
 # ------------------------------------------------------------------ as_rational
 

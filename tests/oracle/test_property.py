@@ -15,6 +15,7 @@ import random
 from fractions import Fraction as F
 
 import pytest
+from helpers import stochastic_rows
 from softrank.exact.rational import inf_norm, rank
 from softrank.oracle import recheck
 from softrank.oracle.search import decide, profile
@@ -26,12 +27,7 @@ def gen_cell(rng: random.Random, max_m=3, max_n=4):
     n = min(max_n, rng.choice([1, 2, 3, 3, 4, 4, 4, 5]))
     kind = rng.choice(["stochastic", "signed", "lowrank", "sparse"])
     if kind == "stochastic":
-        A = []
-        for _ in range(m):
-            w = [rng.randint(0, 9) for _ in range(n)]
-            if not any(w):
-                w[rng.randrange(n)] = 1
-            A.append([F(x, sum(w)) for x in w])
+        A = stochastic_rows(rng, m, n, random_fix=True)
     elif kind == "signed":
         A = [[F(rng.randint(-6, 6), rng.randint(1, 6)) for _ in range(n)] for _ in range(m)]
     elif kind == "lowrank":  # rank-1 plus a small perturbation

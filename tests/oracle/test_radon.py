@@ -10,6 +10,7 @@ import random
 from fractions import Fraction as F
 
 import pytest
+from helpers import stochastic_rows
 from softrank.oracle import recheck
 from softrank.oracle.search import decide, profile
 from softrank.oracle.search import witness as wit
@@ -22,12 +23,7 @@ EXAMPLE = [[F(2, 19), F(7, 19), F(6, 19), F(4, 19)], [F(1, 21), F(3, 7), F(2, 21
 def stochastic_cell(rng: random.Random, m=3, max_n=6):
     """Random rows on the simplex, a third of them pushed off it; eps in (0, 1/2]."""
     n = rng.randint(2, max_n)
-    A = []
-    for _ in range(m):
-        w = [rng.randint(0, 9) for _ in range(n)]
-        if not any(w):
-            w[rng.randrange(n)] = 1
-        A.append([F(x, sum(w)) for x in w])
+    A = stochastic_rows(rng, m, n, random_fix=True)
     if rng.random() < 0.3:
         A = [[x + F(rng.randint(-2, 2), 40) for x in row] for row in A]
     return A, F(rng.randint(1, 30), 60)

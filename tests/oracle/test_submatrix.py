@@ -8,6 +8,7 @@ import json
 import random
 from fractions import Fraction as F
 
+from helpers import stochastic_rows
 from softrank.oracle import recheck
 from softrank.oracle.search import decide
 from softrank.oracle.search import submatrix as sm
@@ -19,12 +20,7 @@ I4 = [[F(int(i == j)) for j in range(4)] for i in range(4)]
 
 def rand_cell(rng, m, n, stochastic=True):
     if stochastic:
-        A = []
-        for _ in range(m):
-            w = [rng.randint(0, 9) for _ in range(n)]
-            if not any(w):
-                w[0] = 1
-            A.append([F(x, sum(w)) for x in w])
+        A = stochastic_rows(rng, m, n)
     else:
         A = [[F(rng.randint(-6, 6), rng.randint(1, 6)) for _ in range(n)] for _ in range(m)]
     return A, F(rng.randint(1, 40), 80)

@@ -242,42 +242,49 @@ def test_the_neutral_error_module_imports_only_the_standard_library():
     assert "softrank.errors" in imported_modules(ROOT, ROOT / "replay" / "reader.py")  # the core uses it
 
 
+# the clean modules of the planted tree (``_tree``): (path, text), written in this order
+CLEAN_FILES = [
+    ("validated/clean.py",
+     "import math\nimport numpy\nfrom flint import arb\nfrom . import clean\nfrom softrank.exact import lp\n"
+     "from softrank.oracle import checks\nfrom softrank.errors import InputError\n"),
+    ("oracle/clean.py", "import sympy\nfrom .checks import recheck\n"),
+    ("oracle/search/clean.py",
+     "import numpy\nfrom softrank.advisors import highs\nfrom softrank.oracle import checks\n"
+     "from ..checks import recheck\nfrom . import witness\nfrom softrank.exact.lp import check_result\n"),
+    ("advisors/clean.py", "import highspy\nfrom . import simplex\n"),
+    ("fastpath/clean.py",
+     "import torch\nfrom softrank.replay import reader\nfrom softrank.oracle.search.nerve import signed_simplices\n"),
+    ("cli/clean.py",
+     "import rich\nfrom softrank.fastpath.bracket import store\nfrom softrank.findings.report import write_report\n"
+     "from softrank.oracle.search import decide\n"),
+    ("findings/clean.py",
+     "import json\nimport pyarrow as pa\nimport matplotlib\nfrom softrank.replay.engine import replay_record\n"
+     "from softrank.fastpath.store.files import atomic_write\nfrom softrank.fastpath.runner import RecordsJob\n"
+     "from . import tables\nfrom .report_page import _e\nfrom softrank import __version__\n"),
+    ("api/clean.py",
+     "from softrank.findings.replay_rows import result_rows\nfrom softrank.fastpath.bracket.matrix import resolved\n"
+     "from softrank.api.records import Record\n"),
+    ("studies/clean.py",
+     "import cvxpy\nfrom softrank.cli.args import check_count\nfrom softrank.fastpath import bracket\n"
+     "from softrank.oracle.search import witness\nfrom softrank.advisors import highs\nfrom softrank.validated import tau\n"
+     "from softrank.findings.replay_table import read_parquet_rows\n"),
+    ("bench/clean.py",
+     "import pyarrow\nfrom softrank.cli.args import check_count\nfrom softrank.fastpath import demo\n"
+     "from softrank.replay import engine\n"),
+    ("pipeline/clean.py",
+     "import fcntl\nfrom softrank.fastpath.runner import Journal\nfrom softrank.findings.replay_job import ReplayJob\n"
+     "from softrank.exact.tolerance import Tolerance\nfrom .clean import run\n"),
+    ("cli/clean.py",
+     "import rich\nfrom softrank.fastpath.bracket import store\nfrom softrank.pipeline.run import run_pipeline\n"),
+]
+
+
 def _tree(tmp_path: Path) -> Path:
     for part in COMPONENTS + ("oracle/search",):
         (tmp_path / part).mkdir()
         (tmp_path / part / "__init__.py").write_text("")
-    (tmp_path / "validated" / "clean.py").write_text(
-        "import math\nimport numpy\nfrom flint import arb\nfrom . import clean\nfrom softrank.exact import lp\n"
-        "from softrank.oracle import checks\nfrom softrank.errors import InputError\n")
-    (tmp_path / "oracle" / "clean.py").write_text("import sympy\nfrom .checks import recheck\n")
-    (tmp_path / "oracle" / "search" / "clean.py").write_text(
-        "import numpy\nfrom softrank.advisors import highs\nfrom softrank.oracle import checks\n"
-        "from ..checks import recheck\nfrom . import witness\nfrom softrank.exact.lp import check_result\n")
-    (tmp_path / "advisors" / "clean.py").write_text("import highspy\nfrom . import simplex\n")
-    (tmp_path / "fastpath" / "clean.py").write_text(
-        "import torch\nfrom softrank.replay import reader\nfrom softrank.oracle.search.nerve import signed_simplices\n")
-    (tmp_path / "cli" / "clean.py").write_text(
-        "import rich\nfrom softrank.fastpath.bracket import store\nfrom softrank.findings.report import write_report\n"
-        "from softrank.oracle.search import decide\n")
-    (tmp_path / "findings" / "clean.py").write_text(
-        "import json\nimport pyarrow as pa\nimport matplotlib\nfrom softrank.replay.engine import replay_record\n"
-        "from softrank.fastpath.store.files import atomic_write\nfrom softrank.fastpath.runner import RecordsJob\n"
-        "from . import tables\nfrom .report_page import _e\nfrom softrank import __version__\n")
-    (tmp_path / "api" / "clean.py").write_text(
-        "from softrank.findings.replay_rows import result_rows\nfrom softrank.fastpath.bracket.matrix import resolved\n"
-        "from softrank.api.records import Record\n")
-    (tmp_path / "studies" / "clean.py").write_text(
-        "import cvxpy\nfrom softrank.cli.args import check_count\nfrom softrank.fastpath import bracket\n"
-        "from softrank.oracle.search import witness\nfrom softrank.advisors import highs\nfrom softrank.validated import tau\n"
-        "from softrank.findings.replay_table import read_parquet_rows\n")
-    (tmp_path / "bench" / "clean.py").write_text(
-        "import pyarrow\nfrom softrank.cli.args import check_count\nfrom softrank.fastpath import demo\n"
-        "from softrank.replay import engine\n")
-    (tmp_path / "pipeline" / "clean.py").write_text(
-        "import fcntl\nfrom softrank.fastpath.runner import Journal\nfrom softrank.findings.replay_job import ReplayJob\n"
-        "from softrank.exact.tolerance import Tolerance\nfrom .clean import run\n")
-    (tmp_path / "cli" / "clean.py").write_text("import rich\nfrom softrank.fastpath.bracket import store\n"
-                                               "from softrank.pipeline.run import run_pipeline\n")
+    for rel, text in CLEAN_FILES:  # in order: the second cli/clean.py replaces the first
+        (tmp_path / rel).write_text(text)
     return tmp_path
 
 
@@ -357,11 +364,17 @@ def _tree(tmp_path: Path) -> Path:
     ("pipeline", "from ..cli.run import run\n"),
 ])
 def test_a_planted_violation_is_caught(tmp_path, folder, planted):
-    root = _tree(tmp_path)
+    _planted_violations(_tree(tmp_path), folder, planted)
+
+
+def _planted_violations(root: Path, folder: str, planted: str) -> list[str]:
+    """The violations found once ``planted`` is written to ``folder/sneaky.py`` of the clean tree
+    ``root``: at least one, and each names that file."""
     assert violations(root) == []
     (root / folder / "sneaky.py").write_text(planted)
     found = violations(root)
     assert found and all(f.startswith(f"{folder}/sneaky.py imports ") for f in found), found
+    return found
 
 
 def test_the_replay_command_does_not_load_the_producer():
@@ -497,11 +510,8 @@ def test_a_front_end_reaching_inside_the_producer_is_caught(tmp_path, folder, pl
         "from softrank.fastpath.tighten.store import tighten_store\nfrom softrank.fastpath.demo import DEMO_STYLE\n")
     (root / "api" / "public.py").write_text(
         "from softrank.fastpath.capture.live import capturing\nfrom softrank.fastpath.store.writer import RecordWriter\n")
-    assert violations(root) == []
-    (root / folder / "sneaky.py").write_text(planted)
-    found = violations(root)
-    assert found and all(f.startswith(f"{folder}/sneaky.py imports ") and f.endswith("(inside the producer)")
-                         for f in found), found
+    found = _planted_violations(root, folder, planted)
+    assert all(f.endswith("(inside the producer)") for f in found), found
 
 
 # ---------------------------------------------------------------- no import circles

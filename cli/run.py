@@ -1,8 +1,9 @@
 """``softrank run``: the main job.
 
 On its embedded default panel (DEFAULT_PANELS of ``softrank extract``: 64 all-MiniLM-L6-v2
-operators at 256 x 256 and 54 SmolLM2-135M common-prefix blocks at N = 128, stdlib documentation
-passages selected by seed 0) it
+operators at 256 x 256 and 54 SmolLM2-135M common-prefix blocks at N = 128, and beside them 54
+native causal SmolLM2-135M operators at 128 x 128 over the first 128 tokens of the same passes and
+heads (``softrank.fastpath.capture.panels``), stdlib documentation passages selected by seed 0) it
 
 1. extracts the operators (``softrank.fastpath.capture.extract.extract_to_store``) into ``OUT/store``;
 2. brackets them in float64 at eps 0.15, 0.25, 0.35 (``softrank bracket``, in place; each ``--eps``
@@ -68,8 +69,8 @@ def configure(parser) -> None:
     parser.add_argument("--reuse", action="store_true",
                         help="reuse OUT/store's extracted records if present (skip extraction)")
     parser.add_argument("--panel", choices=("default", "full"), default="default",
-                        help="default: 64 MiniLM + 54 SmolLM2 operators; full: every head of both checkpoints "
-                             "over 8 sources (576 + 2,160 operators), DINOv2-small (576) and FLAN-T5-small "
+                        help="default: 64 MiniLM + 54 SmolLM2 blocks + 54 SmolLM2 native operators; full: every "
+                             "head of both checkpoints over 8 sources (576 + 2,160 + 2,160 native), DINOv2-small (576) and FLAN-T5-small "
                              "(3 x 384)")
     parser.add_argument("--limit", type=int, default=None, metavar="N",
                         help="the first N operators of each family only (a quick look)")

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from softrank.pipeline.steps import ExtractStep, Hooks, Settings
 from softrank.replay.reader import read_record
 from softrank.replay.tolerance import Tolerance
@@ -35,7 +37,9 @@ def test_a_limited_run_replays_and_proves_a_native_causal_operator(tmp_path):
     assert len(records) == 2 and records[1] == records[0].replace("-blk128", "-native")  # the same head, source
     native = read_record(out / "store" / "records" / records[1])
     assert native.support is not None and native.support.form == "causal" and native.mask.shape == (128, 128)
-    assert read_record(out / "store" / "records" / records[0]).support is None
+    block = read_record(out / "store" / "records" / records[0])
+    assert block.support is None and block.provenance["positions"] == [128, 256]
+    assert np.array_equal(native.keys, block.keys)  # the first 128 tokens of the same pass and head
     replay = result["replay_summary"]
     assert replay["upper_proved"] == replay["upper_agree"] == replay["lower_agree"] == replay["tolerances"] == 2
     assert replay["lower_rejected"] == replay["lower_refuted"] == replay["lower_unresolved"] == 0

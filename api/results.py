@@ -89,7 +89,8 @@ class Results:
         return self.to_arrow(verdicts).to_pandas()
 
     def summary(self) -> list[dict]:
-        """Per family and eps (the report's table): operators, median L, median U, median U/L,
+        """Per family and eps (the report's table): ``support`` ("causal" for a decoder's native
+        operators, else "full"; a family per attention kind), operators, median L, median U, median U/L,
         ``resolved`` (count) and ``resolved_share`` by the one criterion of the results table
         (U <= 2L, or U - L <= 2, or U - L <= min(m, N)/10, with a proved witness), ``closed_share``."""
         from softrank.findings.report_figures import family_summary

@@ -15,7 +15,7 @@ from softrank.cli.output import print_json
 from softrank.findings.report import write_report
 
 EPILOG = """--json prints one object: {"report": the page's path, "figures": [figure names], "records",
-"rows" (record x eps rows), "rows_by_status", "summary": [{"family", "eps", "operators", "median_L",
+"rows" (record x eps rows), "rows_by_status", "summary": [{"family", "support", "eps", "operators", "median_L",
 "median_U", "median_U_over_L", "resolved", "resolved_share", "closed_share"}, ...]}."""
 
 

@@ -1,8 +1,9 @@
 """``softrank run``: the main job.
 
 On its embedded default panel (DEFAULT_PANELS of ``softrank extract``: 64 all-MiniLM-L6-v2
-operators at 256 x 256 and 54 SmolLM2-135M common-prefix blocks at N = 128, stdlib documentation
-passages selected by seed 0) it
+operators at 256 x 256 and 54 SmolLM2-135M common-prefix blocks at N = 128, and beside them 54
+native causal SmolLM2-135M operators at 128 x 128 over the first 128 tokens of the same passes and
+heads (``softrank.fastpath.capture.panels``), stdlib documentation passages selected by seed 0) it
 
 1. extracts the operators (``softrank.fastpath.capture.extract.extract_to_store``) into ``OUT/store``;
 2. brackets them in float64 at eps 0.15, 0.25, 0.35 (``softrank bracket``, in place; each ``--eps``
@@ -42,10 +43,10 @@ SHIPPED = ("dinov2", "flan_t5")  # --dinov2, --flan-t5 (full panel: panels.SHIPP
 
 EPILOG = """--json prints one object on stdout (the progress and the human lines go to stderr): {"out",
 "store", "replay" (folders), "report" (the page), "table": [one object per family and eps, the columns
-of OUT/summary.csv: family, eps (the tolerance's text, "0.15", as bracket and report print it), operators, shape, median_L, median_U, median_U_over_L, resolved
+of OUT/summary.csv: family, support ("causal" for a decoder's native operators, else "full"), eps (the tolerance's text, "0.15", as bracket and report print it), operators, shape, median_L, median_U, median_U_over_L, resolved
 (share, by the results table's criterion on the float64 ends), the baseline's, validated_agreement,
 replayed], "replay_summary" (as softrank replay --json prints it), "notes" (lines such as a randomly initialised model's
-near-uniform attention: every validated bracket [1, 1]), "seconds" (per step),
+near-uniform attention: every validated bracket [1, 1], or what native causal operators measure), "seconds" (per step),
 "exit_code"}.  With --plan, --json prints {"panel", "operators", "tolerances", "families": {family:
 {"operators", "shape": [m, N]}}} and nothing is computed."""
 
@@ -68,8 +69,8 @@ def configure(parser) -> None:
     parser.add_argument("--reuse", action="store_true",
                         help="reuse OUT/store's extracted records if present (skip extraction)")
     parser.add_argument("--panel", choices=("default", "full"), default="default",
-                        help="default: 64 MiniLM + 54 SmolLM2 operators; full: every head of both checkpoints "
-                             "over 8 sources (576 + 2,160 operators), DINOv2-small (576) and FLAN-T5-small "
+                        help="default: 64 MiniLM + 54 SmolLM2 blocks + 54 SmolLM2 native operators; full: every "
+                             "head of both checkpoints over 8 sources (576 + 2,160 + 2,160 native), DINOv2-small (576) and FLAN-T5-small "
                              "(3 x 384)")
     parser.add_argument("--limit", type=int, default=None, metavar="N",
                         help="the first N operators of each family only (a quick look)")
@@ -207,12 +208,12 @@ def _print_table(console, table: list[dict], times: dict, summary, notes=()) -> 
     from rich.table import Table
 
     t = Table(title="softrank run: float64 brackets, validated replay (baseline: truncated SVD / Frobenius tail)")
-    for col in ("family", "eps", "operators", "median L", "median U", "median U/L", "resolved",
+    for col in ("family", "support", "eps", "operators", "median L", "median U", "median U/L", "resolved",
                 "validated agreement", "baseline L", "baseline U", "baseline U/L", "baseline resolved"):
-        t.add_column(col, justify="right" if col not in ("family",) else "left")
+        t.add_column(col, justify="right" if col not in ("family", "support") else "left")
     for r in table:
         agree = "-" if r["validated_agreement"] is None else f"{100 * r['validated_agreement']:.1f}%"
-        t.add_row(r["family"], str(r["eps"]), str(r["operators"]), f"{r['median_L']:g}", f"{r['median_U']:g}",
+        t.add_row(r["family"], r["support"], str(r["eps"]), str(r["operators"]), f"{r['median_L']:g}", f"{r['median_U']:g}",
                   f"{r['median_U_over_L']:.2f}", f"{100 * r['resolved']:.1f}%", agree,
                   f"{r['baseline_median_L']:g}", f"{r['baseline_median_U']:g}",
                   f"{r['baseline_median_U_over_L']:.2f}", f"{100 * r['baseline_resolved']:.1f}%")

@@ -31,6 +31,23 @@ def by_kind(rows: list[dict], others: list[dict] = ()) -> tuple[list[dict], list
     return relabel(rows), relabel(list(others))
 
 
+# The support kind of an operator, derived from its attention kind (provenance ``attention``; no
+# table column): a decoder's native causal self-attention ("decoder-self", ``operators="native"``)
+# is a masked record whose support is causal (a sliding window, if the model has one, is part of
+# that causal support); every other kind (encoder, cross, common-prefix blocks) has full support.
+NATIVE = "decoder-self"
+NATIVE_NOTE = ("Native causal operators (support: causal) are the causal self-attention the decoder applies, "
+               "with its mask.  Their validated brackets measure r_eps of that operator and are proved like any "
+               "other, but they are not applications of the rank theorem: the theorem assumes one common positive "
+               "support, which a causal operator lacks; for a decoder it applies to the common-prefix blocks "
+               "(support: full), shown beside them.")
+
+
+def support_kind(attention) -> str:
+    """``"causal"`` for a native decoder self-attention operator, ``"full"`` otherwise."""
+    return "causal" if attention == NATIVE else "full"
+
+
 NEAR_UNIFORM = ("every operator's validated bracket is [1, 1] at every eps: near-uniform attention, as a randomly "
                 "initialised (untrained) model gives; these ranks say nothing about a trained model")
 

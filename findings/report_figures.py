@@ -122,8 +122,9 @@ def bracket_data(rows: list[dict], family: str) -> dict:
 
 def family_summary(rows: list[dict]) -> list[dict]:
     """Per family (and attention kind, ``softrank.findings.kinds``) and eps: operators, median L,
-    median U, median U/L, resolved share, closed share."""
-    from softrank.findings.kinds import by_kind
+    median U, median U/L, resolved share, closed share; ``support``: "causal" for native decoder
+    self-attention, else "full" (``softrank.findings.kinds.support_kind``)."""
+    from softrank.findings.kinds import by_kind, support_kind
 
     rows = by_kind(rows)[0]
     table = []
@@ -133,7 +134,8 @@ def family_summary(rows: list[dict]) -> list[dict]:
             if not sel:
                 continue
             lows, ups = [lower_end(r) for r in sel], [upper_end(r) for r in sel]
-            table.append({"family": family, "eps": eps, "operators": len(sel), "median_L": _median(lows),
+            table.append({"family": family, "support": support_kind(sel[0].get("attention")), "eps": eps,
+                          "operators": len(sel), "median_L": _median(lows),
                           "median_U": _median(ups), "median_U_over_L": _median([u / max(lo, 1) for lo, u in zip(lows, ups)]),
                           "resolved": sum(map(is_resolved, sel)),
                           "resolved_share": sum(map(is_resolved, sel)) / len(sel),

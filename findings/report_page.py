@@ -104,12 +104,16 @@ def _brackets(page: Page, rows: list[dict]) -> list[dict]:
                         f"{fam}: validated brackets per eps, sorted by upper end", extra=counts)
     summary = rf.family_summary(rows)
     page.add("<h3>Per family and eps</h3>")
-    page.table("summary", ["family", "eps", "operators", "median L", "median U", "median U/L", "resolved",
+    page.table("summary", ["family", "support", "eps", "operators", "median L", "median U", "median U/L", "resolved",
                            "closed exactly (L = U)"],
-               [[s["family"], s["eps"], s["operators"], fmt_num(s["median_L"]), fmt_num(s["median_U"]),
+               [[s["family"], s["support"], s["eps"], s["operators"], fmt_num(s["median_L"]), fmt_num(s["median_U"]),
                  f"{s['median_U_over_L']:.2f}", f"{s['resolved']}/{s['operators']} ({fmt_share(s['resolved_share'])})",
                  fmt_share(s["closed_share"])] for s in summary], data=summary)
     page.add(f"<p class=\"note\">{RESOLVED_NOTE} A row without a proved witness has U = min(m, N).</p>")
+    if any(s["support"] != "full" for s in summary):
+        from softrank.findings.kinds import NATIVE_NOTE
+
+        page.add(f'<p class="note native">{_e(NATIVE_NOTE)}</p>')
     return summary
 
 

@@ -101,6 +101,10 @@ def _run(settings: Settings, hooks: Hooks) -> RunResult:
     joined = replay_by_tolerance(replay["rows"])
     table = summarise(results["bracket"]["rows"], joined, settings.tolerances)
     notes = near_uniform_notes(results["bracket"]["rows"], joined)
+    if any(r["support"] != "full" for r in table):  # native operators: measured, not the theorem's
+        from softrank.findings.kinds import NATIVE_NOTE
+
+        notes.append(NATIVE_NOTE)
     write_summary(out, table, times)
     page = write_report(out / "replay", out / "report.html", research=settings.panel == "full")
     return RunResult(out=out, store=settings.store, replay=out / "replay", page=page, table=table, summary=summary,

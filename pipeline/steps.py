@@ -110,7 +110,7 @@ class ExtractStep:
             opts["device"] = self.s.device
         extract_to_store = _extraction_api()
         with self.hooks.progress(f"extract {name}", 0) as report:
-            ids = extract_to_store(name, self.s.store, progress=report, **opts)
+            ids = extract_to_store(panels.model_of(name), self.s.store, progress=report, **opts)
         self.hooks.say(f"[bold]extract[/]: {len(ids)} operators from {name}")
         return ids
 

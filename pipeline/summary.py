@@ -30,8 +30,9 @@ def summarise(rows: list[dict], replay_rows: dict, tolerances: list[Tolerance]) 
     """One row per (family, eps): float64 bracket statistics, baseline, validated agreement; the
     bracket's rows and the replay's are joined on the run's ``Tolerance`` (its text in their rows).
     A family with several attention kinds (the replay's ``attention``) is one family per kind,
-    ``t5 (encoder-self)`` (``softrank.findings.kinds``)."""
-    from softrank.findings.kinds import kind_labels
+    ``t5 (encoder-self)`` (``softrank.findings.kinds``); ``support`` is "causal" for a decoder's
+    native operators (attention ``decoder-self``), "full" for every other kind."""
+    from softrank.findings.kinds import kind_labels, support_kind
 
     attention = {rid: row.get("attention") for (rid, _), row in replay_rows.items()}
     labels = kind_labels([{"record_id": r["record_id"], "family": r["family"] or r["model"],
@@ -39,7 +40,8 @@ def summarise(rows: list[dict], replay_rows: dict, tolerances: list[Tolerance]) 
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((labels[r["record_id"]], r["eps_text"]), []).append(r)
-    return [_family_row(fam, tol, groups[fam, tol.text], replay_rows)
+    support = {fam: support_kind(attention.get(sel[0]["record_id"])) for (fam, _), sel in groups.items()}
+    return [{"family": fam, "support": support[fam], **_family_row(fam, tol, groups[fam, tol.text], replay_rows)}
             for fam in sorted({fam for fam, _ in groups}) for tol in tolerances if (fam, tol.text) in groups]
 
 

@@ -2,7 +2,7 @@
 (exact record counts), a run killed with SIGKILL mid-run then ``--resume`` (the tables of an
 uninterrupted run), and ``--scheduler`` against a separately started Dask cluster (the tables of
 ``--jobs 1``).  The runs are tiny (``--limit 2``, one tolerance, the shipped DINOv2 and FLAN-T5
-left out with ``--dinov2 0 --flan-t5 0``): four operators."""
+left out with ``--dinov2 0 --flan-t5 0``): six operators (SmolLM2's blocks and native ones)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ import pytest
 
 RUN = [sys.executable, "-m", "softrank", "run", "--panel", "full", "--limit", "2", "--eps", "0.25",
        "--dinov2", "0", "--flan-t5", "0", "--no-progress", "--json"]
-FAMILIES = {"all-MiniLM-L6-v2": [256, 256], "SmolLM2-135M": [128, 128]}
+FAMILIES = {"all-MiniLM-L6-v2": [256, 256], "SmolLM2-135M (decoder-self-block)": [128, 128],
+            "SmolLM2-135M (decoder-self)": [128, 128]}
 NO_TORCH = ("import sys\nfrom softrank.cli import main\ncode = main(sys.argv[1:])\n"
             "assert 'torch' not in sys.modules, 'the plan loaded torch'\nsys.exit(code)\n")
 
@@ -57,10 +58,11 @@ def test_plan_json_counts_the_full_panel_without_computing(tmp_path):
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
     assert set(plan) >= {"operators", "tolerances", "families"}
-    assert plan["operators"] == 576 + 2160 + 576 + 3 * 384 >= 2302
+    assert plan["operators"] == 576 + 2160 + 2160 + 576 + 3 * 384 >= 2302
     assert plan["tolerances"] == ["0.15", "0.25", "0.35"]
     assert plan["families"] == {"all-MiniLM-L6-v2": {"operators": 576, "shape": [256, 256]},
-                                "SmolLM2-135M": {"operators": 2160, "shape": [128, 128]},
+                                "SmolLM2-135M (decoder-self-block)": {"operators": 2160, "shape": [128, 128]},
+                                "SmolLM2-135M (decoder-self)": {"operators": 2160, "shape": [128, 128]},
                                 "DINOv2-small": {"operators": 576, "shape": [257, 257]},
                                 "FLAN-T5-small cross": {"operators": 384, "shape": [64, 256]},
                                 "FLAN-T5-small decoder blocks": {"operators": 384, "shape": [32, 32]},
@@ -71,7 +73,8 @@ def test_plan_json_counts_the_full_panel_without_computing(tmp_path):
 
 def test_plan_of_the_default_panel_and_with_a_limit(tmp_path):
     plan = _run([sys.executable, "-m", "softrank", "run", "--plan", "--json"], tmp_path)
-    assert plan["operators"] == 118 and plan["families"]["SmolLM2-135M"]["operators"] == 54
+    assert plan["operators"] == 172 and plan["families"]["SmolLM2-135M (decoder-self-block)"]["operators"] == 54
+    assert plan["families"]["SmolLM2-135M (decoder-self)"] == {"operators": 54, "shape": [128, 128]}
     plan = _run([*RUN[:-2], "--plan", "--json", "--smollm2", "0"], tmp_path)
     assert plan == {"panel": "full", "operators": 2, "tolerances": ["0.25"],
                     "families": {"all-MiniLM-L6-v2": {"operators": 2, "shape": [256, 256]}}}
@@ -83,14 +86,15 @@ def test_plan_of_the_default_panel_and_with_a_limit(tmp_path):
 
 def test_limit_gives_exact_record_counts(reference):
     records = sorted(p.name for p in (reference / "store" / "records").iterdir())
-    assert len(records) == 4
-    assert sum(r.startswith("minilm-") for r in records) == sum(r.startswith("smollm2-") for r in records) == 2
+    assert len(records) == 6
+    assert sum(r.startswith("minilm-") for r in records) == sum(r.endswith("-native") for r in records) == 2
+    assert sum(r.startswith("smollm2-") for r in records) == 4
     summary = {r["family"]: r for r in _rows(reference / "summary.csv")}
     assert set(summary) == set(FAMILIES)
     for fam, shape in FAMILIES.items():
         assert summary[fam]["operators"] == summary[fam]["replayed"] == "2"
         assert summary[fam]["shape"] == f"{shape[0]}x{shape[1]}"
-    assert len(_rows(reference / "store" / "bracket.csv")) == len(_rows(reference / "replay" / "replay.csv")) == 4
+    assert len(_rows(reference / "store" / "bracket.csv")) == len(_rows(reference / "replay" / "replay.csv")) == 6
     page = (reference / "report.html").read_text(encoding="utf-8")
     assert "Beside the research page" in page and "BERT-base" in page  # the full panel's comparison
 

@@ -158,7 +158,8 @@ def test_summary_table_is_the_replay_table(page, replayed):
         done = sum(_resolved(r["validated_lower"], r["validated_upper"], min(r["m"], r["N"])) for r in sel)
         assert s["resolved"] == done and s["resolved_share"] == done / len(sel)
         assert s["closed_share"] == sum(l == u for l, u in zip(lo, up)) / len(sel)
-        shown = f"<td>{key[0]}</td><td>{key[1]}</td><td class=\"n\">{len(sel)}</td><td>{statistics.median(lo):g}</td>"
+        assert s["support"] == "full"  # no native decoder operator here
+        shown = f"<td>{key[0]}</td><td>full</td><td>{key[1]}</td><td class=\"n\">{len(sel)}</td><td>{statistics.median(lo):g}</td>"
         assert shown in page
         assert (f"<td>{done}/{len(sel)} ({100 * done / len(sel):.1f}%)</td><td>{100 * s['closed_share']:.1f}%</td>"
                 in page)

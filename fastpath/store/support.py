@@ -9,9 +9,9 @@ array).  :func:`support_of_mask` turns a boolean mask into that description, cau
 window, else packed, so every writer stores the same bytes for the same mask; all visible is
 None (a full operator, no ``support`` key at all).
 
-Torch-free and independent of the checker's record model: a support object of the checker
-(attributes ``form``, ``offset``, ``size``, method ``boolean(m, N)``) is accepted wherever a
-description is (:func:`support_dict`).
+Torch-free; the masks and the compact form are the checker's (``softrank.replay.support``), so the
+producer writes exactly what the reader rebuilds; a support object of the checker is accepted
+wherever a description is (:func:`support_dict`).
 """
 
 from __future__ import annotations
@@ -19,42 +19,34 @@ from __future__ import annotations
 import numpy as np
 
 from softrank.fastpath.float64 import rowsoftmax64
+from softrank.replay.support import Support
+from softrank.replay.support import support_of_mask as compact_support
 
 FORMS = ("causal", "window", "packed")
 KEYS = {"causal": ("form", "offset"), "window": ("form", "size", "offset"), "packed": ("form",)}  # as written
 
 
 def causal_mask(m: int, n: int, offset: int) -> np.ndarray:
-    """Query i sees key j iff j <= i + offset."""
-    i, j = np.arange(m)[:, None], np.arange(n)[None, :]
-    return j <= i + offset
+    """Query i sees key j iff j <= i + offset (the checker's ``Support.boolean``)."""
+    return Support("causal", offset).boolean(m, n)
 
 
 def window_mask(m: int, n: int, size: int, offset: int) -> np.ndarray:
     """Query i sees key j iff i + offset - size < j <= i + offset (the ``size`` most recent keys)."""
-    i, j = np.arange(m)[:, None], np.arange(n)[None, :]
-    return (j <= i + offset) & (j > i + offset - size)
+    return Support("window", offset, size).boolean(m, n)
 
 
 def support_of_mask(mask) -> dict | None:
-    """The compact description of a boolean m x N mask (True: the query sees the key): None when
-    every entry is visible, else causal (with its offset), window (size and offset) or packed.
-    ``ValueError`` for a mask that is not 2-d boolean or leaves a row with no visible key."""
+    """The compact description of a boolean m x N mask (True: the query sees the key), as the
+    checker's ``support_of_mask`` finds it (None when every entry is visible, else causal, window
+    or packed), as a plain dict; ``ValueError`` for a mask that is not 2-d boolean or leaves a row
+    with no visible key (a producer's mistake, never written)."""
     mk = np.asarray(mask)
     if mk.dtype != np.bool_ or mk.ndim != 2 or 0 in mk.shape:
         raise ValueError(f"a support mask is a non-empty 2-d boolean array, got {mk.dtype} {list(mk.shape)}")
     if not mk.any(axis=1).all():
         raise ValueError(f"the mask leaves row {int(np.flatnonzero(~mk.any(axis=1))[0])} with no visible key")
-    if mk.all():
-        return None
-    m, n = mk.shape
-    offset = int(np.flatnonzero(mk[0])[-1])  # row 0 sees key `offset` last in both compact forms
-    if offset <= n - 1 and np.array_equal(mk, causal_mask(m, n, offset)):
-        return {"form": "causal", "offset": offset}
-    size = int(mk.sum(axis=1).max())
-    if np.array_equal(mk, window_mask(m, n, size, offset)):
-        return {"form": "window", "size": size, "offset": offset}
-    return {"form": "packed"}
+    return support_dict(compact_support(mk))
 
 
 def support_dict(support) -> dict | None:

@@ -110,7 +110,8 @@ def audit_factors(q: np.ndarray, k: np.ndarray, beta: float, kappa: bool = True,
         out.update({f"h_change_upper_{name}": abs_up, f"h_osc_upper_{name}": osc_up,
                     f"A_change_upper_{name}": osc_up / 2, f"C_change_upper_{name}": 4 * abs_up})
     if kappa:
-        out["kappa_le_gamma_validated"] = bool(all(out[f"kappa_C_lower_{f}"] <= out[f"gamma_{f}_upper"] for f in frames))
+        ok = (out[f"kappa_C_lower_{f}"] <= out[f"gamma_{f}_upper"] for f in frames)  # nan: not validated
+        out["kappa_le_gamma_validated"] = bool(all(ok))
     out["seconds"] = time.process_time() - t0
     return out
 

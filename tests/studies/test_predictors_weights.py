@@ -71,3 +71,28 @@ def test_tiny_bert_and_llama_from_configs():
     att = llama.model.layers[2].self_attn
     wq, wk = att.q_proj.weight.detach().double().numpy(), att.k_proj.weight.detach().double().numpy()
     assert norms[(2, 5)]["c_wqk_fro"] == pytest.approx(_explicit(wq, wk, 5, 1, 4)["c_wqk_fro"], rel=1e-9)
+
+
+def test_weight_norms_loads_once_through_the_producers_loader(monkeypatch):
+    """``weight_norms`` maps a panel label to the loader's name, reads the grouped heads from the
+    config, and loads each checkpoint once (a tiny Llama stands in for SmolLM2-135M)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from softrank.fastpath.capture import models
+    from softrank.studies.predictors import weights
+
+    torch.manual_seed(1)
+    llama = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=50, hidden_size=24, num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=3,
+        intermediate_size=8))
+    calls = []
+
+    def fake_load(name, device=None):
+        calls.append((name, device))
+        return models.wrap_model(llama, name=name, tokenizer=object())  # no tokenizer is needed here
+
+    monkeypatch.setattr(models, "load_model", fake_load)
+    monkeypatch.setattr(weights, "_MEMO", {})
+    norms = weights.weight_norms("SmolLM2-135M")
+    assert weights.weight_norms("smollm2") is norms and calls == [("smollm2", "cpu")]
+    assert norms == model_weight_norms(llama, 6, 3) and len(norms) == 12

@@ -19,7 +19,11 @@ padding is read off the mask, left or right).  Over them the mask decides the op
 
 Every operator is checked against the model's own attention probabilities of the call (the same
 rows and columns, renormalised over the block's columns): the maximum deviation goes into
-provenance (``capture_max_deviation``), and an operator above ``tolerance(dtype)`` is refused.
+provenance (``capture_max_deviation``), and an operator above its allowance is refused: the
+dtype's ``tolerance(dtype)``, and for a float32 operator of form ``qk`` above it, that plus the
+proved rounding of the model's float32 logits (``allowance.py``).  ``capture_tolerance`` is the
+one the operator passed: ``tolerance(dtype)`` when its deviation is within it (the bytes of
+earlier records), else the allowance.
 
 Each operator is written as a record of form ``qk`` (the head's queries and keys restricted to
 the operator's rows and columns, keys expanded to the query head, the scale and the optional
@@ -36,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from softrank.fastpath.capture.allowance import allowance
 from softrank.fastpath.capture.session import Capture, causal_like, valid_positions
 from softrank.fastpath.store.support import masked_rowsoftmax64, support_dict, support_of_mask
 from softrank.fastpath.store.writer import RecordWriter
@@ -52,7 +57,8 @@ INTERFACE_ROUTE = "attention-interface"  # the first route: its records carry no
 # bfloat16 / float16: the record holds the logits as the model computed them in its dtype (form
 # ``logits``), so what remains is the rounding of the model's probabilities to its dtype (measured:
 # below 1.7e-3 in bfloat16, 1.8e-3 in float16); a block whose rows carry little probability
-# mass, whose rounded probabilities cannot confirm it, is refused.
+# mass, whose rounded probabilities cannot confirm it, is refused.  A float32 head with large
+# logits may deviate more: the float32 rounding of its logits, bounded per operator (allowance.py).
 TOLERANCES = {"float64": 1e-9, "float32": 1e-5, "float16": 4e-3, "bfloat16": 8e-3}
 
 
@@ -92,6 +98,7 @@ class Operator:
     sliding_window: int | None = None  # the window the module passed with the call (provenance)
     route: str = "attention-interface"  # the capture route that made it (provenance ``route``; none: INTERFACE_ROUTE)
     checks: dict | None = None  # the route's own checks of the call (provenance)
+    tolerance: float | None = None  # the allowance it passed (provenance ``capture_tolerance``; None: not checked)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -179,8 +186,8 @@ def operators_for(cap: Capture, head: int, widths: list[int], batch: int = 0,
     the full operator when the mask removes nothing among the valid positions; when it is
     causal, the common-prefix block of each width in ``widths`` (``operators`` "blocks" or
     "both") and the native masked operator (``operators`` "native" or "both").  Each operator
-    carries its deviation from the model's probabilities; one above ``tolerance(dtype)`` is
-    replaced by a refusal."""
+    carries its deviation from the model's probabilities; one above its allowance
+    (``checked``) is replaced by a refusal."""
     if operators not in OPERATOR_KINDS:
         raise ValueError(f"operators must be one of {', '.join(OPERATOR_KINDS)}, got {operators!r}")
     if not 0 <= batch < cap.batch_size:
@@ -215,11 +222,27 @@ def operators_for(cap: Capture, head: int, widths: list[int], batch: int = 0,
                                  width, bounds, p))
         if operators != "blocks":
             out.append(_operator(cap, head, batch, rows, cols, "decoder-self", mask=~sub))
-    tol = tolerance(cap.dtype)
-    return [refuse(f"rowsoftmax of the record deviates from the model's attention probabilities by "
-                   f"{op.deviation:.3g} > {tol:g} ({op.dtype})")
-            if isinstance(op, Operator) and op.deviation is not None and not op.deviation <= tol else op
-            for op in out]
+    return [checked(op, refuse) if isinstance(op, Operator) else op for op in out]
+
+
+def checked(op: Operator, refuse) -> Operator | Refusal:
+    """``op`` with the tolerance it passed, or ``refuse(reason)`` when its deviation exceeds its
+    allowance: ``tolerance(dtype)``, widened by the rounding of float32 logits (``allowance.py``)
+    only when the deviation is above it."""
+    if op.deviation is None:
+        return op
+    floor = tolerance(op.dtype)
+    if op.deviation <= floor:
+        op.tolerance = floor
+        return op
+    allowed = allowance(op, floor)
+    if op.deviation <= allowed:
+        op.tolerance = allowed
+        return op
+    what = f"{floor:g} ({op.dtype})" if allowed == floor else \
+        f"its allowance {allowed:.3g} ({op.dtype}: {floor:g} plus the rounding of its logits)"
+    return refuse(f"rowsoftmax of the record deviates from the model's attention probabilities by "
+                  f"{op.deviation:.3g} > {what}")
 
 
 def full_operator(cap: Capture, head: int, batch: int = 0) -> Operator:
@@ -299,7 +322,7 @@ def provenance(op: Operator, *, model: str, family: str, checkpoint_sha256: str 
         prov["route"] = op.route
     prov.update(op.checks or {})
     prov["capture_max_deviation"] = op.deviation
-    prov["capture_tolerance"] = tolerance(op.dtype)
+    prov["capture_tolerance"] = op.tolerance if op.tolerance is not None else tolerance(op.dtype)
     return prov
 
 

@@ -77,10 +77,12 @@ def test_view_splits():
 
 
 def test_a_noiseless_native_target_makes_the_native_block_help():
-    out = ev.evaluate(table(), BLOCKS, targets=("U_p",), models=("ridge",), n_boot=200)
+    comps = [c for c in ev.COMPARISONS if c[0] in ("native over structural", "native + intrinsic over calibrated")]
+    out = ev.evaluate(table(sources=5, heldout=3), BLOCKS, targets=("U_p",), models=("ridge",),
+                      comparisons=comps, n_boot=200)
     for view in ev.VIEWS:
         for fam in ("F1", "F2", ev.AGGREGATE):
-            for comp in ("native over structural", "native over calibrated", "native + intrinsic over calibrated"):
+            for comp, _, _ in comps:
                 r = _one(out, view=view, family=fam, comparison=comp, model="ridge", target="U_p")
                 assert r["verdict"] == "helps" and r["gain"] > 0.5, (view, fam, comp, r)
                 assert r["lo"] <= r["gain"] <= r["hi"]
@@ -88,12 +90,17 @@ def test_a_noiseless_native_target_makes_the_native_block_help():
 
 
 def test_a_block_of_noise_never_helps():
-    out = ev.evaluate(table(target="calibrated", sources=8), BLOCKS, comparisons=NATIVE, n_boot=200,
-                      targets=("U_p",), views=("held-out", "leave-one-source-out"))
-    assert out["results"]
+    rows = table(target="calibrated", sources=8, heldout=6, heads=4)
+    out = ev.evaluate(rows, BLOCKS, comparisons=NATIVE, n_boot=200, models=("ridge",), targets=("U_p",),
+                      views=("held-out", "leave-one-source-out"))
+    assert len(out["results"]) == 6
     for r in out["results"]:
         assert r["verdict"] in ("adds nothing detectable", "hurts"), r
         assert r["lo"] <= r["gain"] <= r["hi"]
+    # trees on so few rows may be wide ("inconclusive"), but a noise block never "helps"
+    out = ev.evaluate(rows, BLOCKS, comparisons=NATIVE, n_boot=200, models=("trees",), targets=("U_p",),
+                      views=("held-out",))
+    assert out["results"] and all(r["verdict"] != "helps" and r["lo"] < ev.BAND for r in out["results"])
 
 
 def test_aggregate_is_the_mean_of_the_family_maes():
@@ -108,14 +115,15 @@ def test_aggregate_is_the_mean_of_the_family_maes():
 
 
 def test_deterministic_with_seed_zero():
-    kw = dict(targets=("U_p",), views=("held-out",), comparisons=NATIVE, n_boot=100)
-    a, b = ev.evaluate(table(), BLOCKS, **kw), ev.evaluate(table(), BLOCKS, **kw)
+    kw = dict(targets=("U_p",), models=("ridge",), views=("leave-one-source-out",), comparisons=NATIVE, n_boot=100)
+    rows = table(families=("F1",), sources=5, heads=2)
+    a, b = ev.evaluate(rows, BLOCKS, **kw), ev.evaluate(table(families=("F1",), sources=5, heads=2), BLOCKS, **kw)
     strip = [{k: v for k, v in r.items()} for r in a["results"]]
     assert strip == [{k: v for k, v in r.items()} for r in b["results"]]
 
 
 def test_nan_rows_are_dropped_and_counted():
-    rows = table()
+    rows = table(families=("F1",))
     f1_main = [r for r in rows if r["family"] == "F1" and r["panel"] == "main"]
     f1_main[0]["U_p"] = math.nan
     f1_main[1]["n_a"] = math.nan
@@ -127,8 +135,8 @@ def test_nan_rows_are_dropped_and_counted():
     assert r["evaluated"] == 33
     # the intrinsic comparison runs on the rows with the intrinsic column only, its baseline too
     comp = [c for c in ev.COMPARISONS if c[0] == "intrinsic over calibrated"]
-    out = ev.evaluate(table(), BLOCKS, targets=("U_p",), models=("ridge",), views=("leave-one-source-out",),
-                      comparisons=comp, n_boot=20)
+    out = ev.evaluate(table(families=("F1",)), BLOCKS, targets=("U_p",), models=("ridge",),
+                      views=("leave-one-source-out",), comparisons=comp, n_boot=20)
     r = _one(out, family="F1")
     assert (r["rows_in_view"], r["dropped_features"], r["rows"], r["evaluated"]) == (36, 12, 24, 24)
 
@@ -144,11 +152,18 @@ def test_the_midpoint_target_drops_unresolved_rows():
 
 
 def test_fewer_than_five_sources_and_trees():
-    out = ev.evaluate(table(families=("F1",), sources=3, heldout=2), BLOCKS, targets=("U_p",),
-                      views=("held-out", "leave-one-source-out"), comparisons=NATIVE, n_boot=50)
-    loso = _one(out, family="F1", model="trees", view="leave-one-source-out")
+    rows = table(families=("F1",), sources=3, heldout=2)
+    out = ev.evaluate(rows, BLOCKS, targets=("U_p",), models=("ridge",), views=("leave-one-source-out",),
+                      comparisons=NATIVE, n_boot=50)
+    loso = _one(out, family="F1", view="leave-one-source-out")
     assert loso["evaluated"] == 18 and math.isfinite(loso["gain"]) and loso["sources"] == 3
-    assert out["costs"]["leave-one-source-out"]["folds"] == 3 * 2 * 2  # 3 sources x (base, aug) x 2 models
+    assert out["costs"]["leave-one-source-out"]["folds"] == 3 * 2  # 3 sources x (base, aug)
+    # inner folds: 2 sources in each leave-one-source-out training part, 3 in the held-out view's
+    assert out["costs"]["leave-one-source-out"]["fits"] == 3 * 2 * (5 * 2 + 1)
+    out = ev.evaluate(rows, BLOCKS, targets=("U_p",), models=("trees",), views=("held-out",), comparisons=NATIVE,
+                      n_boot=50)
+    held = _one(out, family="F1", model="trees")
+    assert held["evaluated"] == 12 and math.isfinite(held["gain"]) and out["costs"]["held-out"]["fits"] == 2 * (4 * 3 + 1)
 
 
 def test_one_source_has_no_interval():

@@ -28,8 +28,8 @@ name -> its column names: ``features.BLOCKS``).
 - Decision rule: interval inside [-0.10, +0.10]: "adds nothing detectable"; above +0.10: "helps";
   below -0.10: "hurts"; otherwise "inconclusive at this size".
 
-``evaluate(..., jobs=N)`` runs the fits (one task per view, family, target, model and column set,
-largest first) on N worker processes through ``fastpath.runner.run_tasks``; the results do not
+``evaluate(..., jobs=N)`` runs the fits (one task per view, family, target, model and column set;
+views in protocol order, the largest tasks of a view first) on N worker processes through ``fastpath.runner.run_tasks``; the results do not
 depend on N.  The cost of each view (CPU seconds summed over its tasks, and its model fits) is in
 the output.
 """
@@ -154,16 +154,32 @@ def _task_cost(task: dict) -> float:
     return folds * n * task["X"].shape[1] * (20.0 if task["model"] == "trees" else 1.0)
 
 
-def run_tasks(tasks: dict, jobs: int = 1, progress=None) -> dict:
-    """key -> ``run_task``'s output, on ``jobs`` worker processes (largest tasks first)."""
+def task_id(key: tuple) -> str:
+    """A stable name of one task (its view, family, target, model, columns and rows), for a journal."""
+    import hashlib
+
+    view, fam, target, model, cols, rows = key
+    text = repr((view, str(fam), target, model, cols)) + np.frombuffer(rows, dtype=np.int64).tobytes().hex()
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def run_tasks(tasks: dict, jobs: int = 1, progress=None, done: dict | None = None, on_result=None,
+              deadline: float | None = None) -> dict:
+    """key -> ``run_task``'s output, on ``jobs`` worker processes: views in protocol order (the
+    primary held-out view first), the largest tasks of a view first.  ``done``: outputs already
+    known (by key), not rerun; ``on_result(key, output)`` is called as each task finishes (to journal
+    it); no task starts after ``deadline`` (``time.time()`` seconds)."""
     from softrank.fastpath.runner import run_tasks as runner
 
-    keys = sorted(tasks, key=lambda k: -_task_cost(tasks[k]))
-    out = {}
-    for i, res in runner(run_task, [tasks[k] for k in keys], jobs=jobs):
+    out = dict(done or {})
+    keys = sorted((k for k in tasks if k not in out),
+                  key=lambda k: (VIEWS.index(k[0]) if k[0] in VIEWS else len(VIEWS), -_task_cost(tasks[k])))
+    for i, res in runner(run_task, [tasks[k] for k in keys], jobs=jobs, deadline=deadline):
         out[keys[i]] = res
+        if on_result is not None:
+            on_result(keys[i], res)
         if progress is not None:
-            progress(len(out), len(keys))
+            progress(len(out), len(tasks))
     return out
 
 
@@ -217,6 +233,8 @@ def assemble(cells: list[dict], preds: dict, *, models=MODELS, n_boot: int = N_B
     results, groups = [], {}
     for cell in cells:
         for model in models:
+            if cell["keys"][(model, "base")] not in preds or cell["keys"][(model, "aug")] not in preds:
+                continue  # not run (a deadline): no result rather than a partial one
             pb, pa = preds[cell["keys"][(model, "base")]]["pred"], preds[cell["keys"][(model, "aug")]]["pred"]
             ev = np.isfinite(pb) & np.isfinite(pa)
             part = (np.abs(pb[ev] - cell["y"][ev]), np.abs(pa[ev] - cell["y"][ev]), cell["source"][ev].tolist())
@@ -247,11 +265,14 @@ def costs(tasks: dict, preds: dict) -> dict:
 
 
 def evaluate(rows: list[dict], blocks: dict, *, views=VIEWS, targets=TARGETS, models=MODELS,
-             comparisons=COMPARISONS, n_boot: int = N_BOOT, seed: int = SEED, jobs: int = 1, progress=None) -> dict:
-    """The whole evaluation: {"results": [...], "costs": {view: ...}, "wall_s", "jobs", "n_boot", "seed"}."""
+             comparisons=COMPARISONS, n_boot: int = N_BOOT, seed: int = SEED, jobs: int = 1, progress=None,
+             done: dict | None = None, on_result=None, deadline: float | None = None) -> dict:
+    """The whole evaluation: {"results": [...], "costs": {view: ...}, "wall_s", "jobs", "n_boot",
+    "seed", "tasks", "not_run"} (``not_run``: tasks not started before ``deadline``; their cells
+    have no result).  ``done``, ``on_result``, ``deadline``: as ``run_tasks``."""
     t0 = time.perf_counter()
     cells, tasks = plan(rows, blocks, views=views, targets=targets, models=models, comparisons=comparisons)
-    preds = run_tasks(tasks, jobs=jobs, progress=progress)
+    preds = run_tasks(tasks, jobs=jobs, progress=progress, done=done, on_result=on_result, deadline=deadline)
     results = assemble(cells, preds, models=models, n_boot=n_boot, seed=seed)
-    return {"results": results, "costs": costs(tasks, preds), "wall_s": time.perf_counter() - t0,
-            "jobs": jobs, "n_boot": n_boot, "seed": seed}
+    return {"results": results, "costs": costs(tasks, preds), "wall_s": time.perf_counter() - t0, "jobs": jobs,
+            "n_boot": n_boot, "seed": seed, "tasks": len(tasks), "not_run": len(set(tasks) - set(preds))}

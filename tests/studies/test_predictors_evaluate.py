@@ -187,3 +187,17 @@ def test_jobs_give_the_same_numbers():
     rows = table(families=("F1",))
     one, two = ev.evaluate(rows, BLOCKS, jobs=1, **kw), ev.evaluate(rows, BLOCKS, jobs=2, **kw)
     assert one["results"] == two["results"] and two["jobs"] == 2
+
+
+def test_journal_hooks_and_deadline():
+    kw = dict(targets=("U_p",), models=("ridge",), views=("held-out",), comparisons=NATIVE, n_boot=20)
+    rows = table(families=("F1",))
+    seen = {}
+    first = ev.evaluate(rows, BLOCKS, on_result=seen.__setitem__, **kw)
+    assert len(seen) == first["tasks"] == 2 and first["not_run"] == 0
+    assert len({ev.task_id(k) for k in seen}) == 2
+    calls = []
+    again = ev.evaluate(rows, BLOCKS, done=seen, progress=lambda *a: calls.append(a), **kw)
+    assert calls == [] and again["results"] == first["results"]
+    late = ev.evaluate(rows, BLOCKS, deadline=0.0, **kw)
+    assert late["results"] == [] and late["not_run"] == 2

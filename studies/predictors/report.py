@@ -122,12 +122,21 @@ NOTES = (
 )
 
 
+def settings(evaluation: dict) -> str:
+    """One line: the views, the bootstrap's size and seed, the workers."""
+    return (f"Views: held-out (fit on the main panel, evaluated on the held-out panel), leave-one-source-out and "
+            f"leave-one-head-out (head = (layer, head)) within the main panel; every fit within one family. "
+            f"Bootstrap: {evaluation.get('n_boot', '?')} resamples, seed {evaluation.get('seed', '?')}; "
+            f"{evaluation.get('jobs', 1)} worker process(es).")
+
+
 def _ours(evaluation: dict, view: str, comp: str, field: str) -> list[tuple[str, str, str]]:
     out = []
     for r in _pick(evaluation["results"], view=view, comparison=comp, family=AGGREGATE):
         lo, hi = (r["abs_lo"], r["abs_hi"]) if field == "gain_abs" else (r["lo"], r["hi"])
+        d = 6 if field == "gain_abs" else 4
         out.append((MODEL_NAMES.get(r["model"], r["model"]), r["target"],
-                    f"{_g(r[field], 5 if field == 'gain_abs' else 4)} [{_g(lo, 5)}, {_g(hi, 5)}] ({view})"))
+                    f"{_g(r[field], d)} [{_g(lo, d)}, {_g(hi, d)}] ({view})"))
     return out
 
 
@@ -147,7 +156,7 @@ SIDE_COLUMNS = ("quantity", "research page (float64, its own checkpoints)", "mod
 def markdown(evaluation: dict, protocol_sha256: str, figures: dict | None = None) -> str:
     """The whole report in markdown (``figures``: (view, target) -> PNG file name to link)."""
     lines = ["# The predictor study", "", f"Protocol SHA-256: `{protocol_sha256}`", ""]
-    lines += [f"- {n}" for n in NOTES] + [""]
+    lines += [f"- {n}" for n in NOTES + (settings(evaluation),)] + [""]
     lines += ["## The research page's figures beside this study's", "",
               "The research page's numbers are its float64 figures on its own checkpoints, quoted as given.", ""]
     lines += _md_table(SIDE_COLUMNS, side_by_side(evaluation)) + [""]
@@ -222,7 +231,7 @@ def html_page(evaluation: dict, protocol_sha256: str, pngs: dict) -> str:
              "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}table{border-collapse:collapse;"
              "margin:0.5em 0}td,th{border:1px solid #bbb;padding:2px 6px;font-size:13px}</style></head><body>",
              "<h1>The predictor study</h1>", f"<p>Protocol SHA-256: <code>{e(protocol_sha256)}</code></p>",
-             "<ul>" + "".join(f"<li>{e(n)}</li>" for n in NOTES) + "</ul>",
+             "<ul>" + "".join(f"<li>{e(n)}</li>" for n in NOTES + (settings(evaluation),)) + "</ul>",
              "<h2>The research page's figures beside this study's</h2>",
              "<p>The research page's numbers are its float64 figures on its own checkpoints, quoted as given.</p>",
              _html_table(SIDE_COLUMNS, side_by_side(evaluation))]

@@ -32,7 +32,7 @@ def evaluation():
                 res.append(_result(view, model, fam, "native over calibrated", -0.0035, -0.0422, 0.0179))
                 res.append(_result(view, model, fam, "intrinsic over calibrated", -0.2, -0.4, 0.05))
     return {"results": res, "costs": {"held-out": {"tasks": 4, "folds": 4, "fits": 84, "cpu_s": 12.5, "wall_s": 13.0}},
-            "wall_s": 14.0, "jobs": 1}
+            "wall_s": 14.0, "jobs": 1, "n_boot": 50, "seed": 0}
 
 
 def test_wording_says_what_the_interval_rules_out_and_what_it_does_not():
@@ -59,7 +59,7 @@ def test_markdown_tables_per_view_model_and_target():
     # the research page's figures beside this study's
     assert "0.0279 [0.0254, 0.0300]" in md and "-0.0035 [-0.0422, +0.0179]" in md and "47.2% worse" in md
     assert "-0.00005" in md and "-0.000116" in md and "float64 figures on its own checkpoints" in md
-    assert "baseline" in md and "same rows" in md
+    assert "baseline" in md and "same rows" in md and "Bootstrap: 50 resamples, seed 0" in md
 
 
 class _Checker(HTMLParser):

@@ -7,7 +7,9 @@ with ``configure(sub)`` (its subparser) and ``run(args)``.
   of ``softrank bracket --mode full`` (``studies/constructions/``; with ``--panel``, the held-out
   benchmark of ``studies/heldout/``);
 - ``tighten-cells``: which end of a fast-path bracket is loose, on small cells decided by the
-  oracle (``studies/tighten_cells/``).
+  oracle (``studies/tighten_cells/``);
+- ``predictors``: does a head's geometry predict its validated rank bracket? (``studies/predictors/``,
+  under the frozen protocol ``docs/predictors-protocol.md``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from softrank.studies.kappa.command import MAX_BOOTSTRAP, _bootstrap  # noqa: F4
 
 STUDIES = {"widths": "softrank.studies.widths.command", "kappa": "softrank.studies.kappa.command",
            "constructions": "softrank.studies.constructions.command",
-           "tighten-cells": "softrank.studies.tighten_cells.command"}
+           "tighten-cells": "softrank.studies.tighten_cells.command",
+           "predictors": "softrank.studies.predictors.command"}
 
 
 def configure(parser) -> None:

@@ -153,9 +153,12 @@ SIDE_COLUMNS = ("quantity", "research page (float64, its own checkpoints)", "mod
                 "this study (aggregate [95% interval], view)")
 
 
-def markdown(evaluation: dict, protocol_sha256: str, figures: dict | None = None) -> str:
-    """The whole report in markdown (``figures``: (view, target) -> PNG file name to link)."""
-    lines = ["# The predictor study", "", f"Protocol SHA-256: `{protocol_sha256}`", ""]
+def markdown(evaluation: dict, protocol_sha256: str, figures: dict | None = None, extra=(), banner: str = "") -> str:
+    """The whole report in markdown (``figures``: (view, target) -> PNG file name to link;
+    ``extra``: further sections, dicts with ``title``, ``text`` (paragraphs), ``columns``, ``rows``;
+    ``banner``: a line shown first, such as "not the run of record")."""
+    lines = ["# The predictor study", ""] + ([f"> {banner}", ""] if banner else [])
+    lines += [f"Protocol SHA-256: `{protocol_sha256}`", ""]
     lines += [f"- {n}" for n in NOTES + (settings(evaluation),)] + [""]
     lines += ["## The research page's figures beside this study's", "",
               "The research page's numbers are its float64 figures on its own checkpoints, quoted as given.", ""]
@@ -166,6 +169,9 @@ def markdown(evaluation: dict, protocol_sha256: str, figures: dict | None = None
         lines += ["Rows:", ""] + _md_table(COUNT_COLUMNS, counts) + [""]
         if figures and (view, target) in figures:
             lines += [f"![{view}, {target}]({figures[(view, target)]})", ""]
+    for sec in extra:
+        lines += [f"## {sec['title']}", ""] + [t + "\n" for t in sec["text"]] + _md_table(sec["columns"], sec["rows"])
+        lines += [""]
     lines += ["## Cost", ""] + _md_table(*cost_table(evaluation)) + [""]
     return "\n".join(lines)
 
@@ -224,13 +230,14 @@ def _html_table(columns, rows) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def html_page(evaluation: dict, protocol_sha256: str, pngs: dict) -> str:
+def html_page(evaluation: dict, protocol_sha256: str, pngs: dict, extra=(), banner: str = "") -> str:
     """A self-contained page (``pngs``: (view, target) -> PNG bytes, embedded as base64)."""
     e = html.escape
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8"><title>The predictor study</title>',
              "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}table{border-collapse:collapse;"
              "margin:0.5em 0}td,th{border:1px solid #bbb;padding:2px 6px;font-size:13px}</style></head><body>",
-             "<h1>The predictor study</h1>", f"<p>Protocol SHA-256: <code>{e(protocol_sha256)}</code></p>",
+             "<h1>The predictor study</h1>", *([f"<p><strong>{e(banner)}</strong></p>"] if banner else []),
+             f"<p>Protocol SHA-256: <code>{e(protocol_sha256)}</code></p>",
              "<ul>" + "".join(f"<li>{e(n)}</li>" for n in NOTES + (settings(evaluation),)) + "</ul>",
              "<h2>The research page's figures beside this study's</h2>",
              "<p>The research page's numbers are its float64 figures on its own checkpoints, quoted as given.</p>",
@@ -245,13 +252,16 @@ def html_page(evaluation: dict, protocol_sha256: str, pngs: dict) -> str:
             shown.add((view, target))
             data = base64.b64encode(pngs[(view, target)]).decode("ascii")
             parts.append(f'<p><img alt="{e(view)}, {e(target)}" src="data:image/png;base64,{data}"></p>')
+    for sec in extra:
+        parts += [f"<h2>{e(sec['title'])}</h2>", *(f"<p>{e(t)}</p>" for t in sec["text"]),
+                  _html_table(sec["columns"], sec["rows"])]
     parts += ["<h2>Cost</h2>", _html_table(*cost_table(evaluation)), "</body></html>"]
     return "\n".join(parts)
 
 
-def write(evaluation: dict, out, protocol_sha256: str) -> dict:
+def write(evaluation: dict, out, protocol_sha256: str, extra=(), banner: str = "") -> dict:
     """Write ``predictors.md``, one ``predictors-<view>-<target>.png`` per view and target and
-    ``report.html`` into ``out``; the paths written by name."""
+    ``report.html`` into ``out``; the paths written by name (``extra``, ``banner``: as ``markdown``)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     figures, pngs, paths = {}, {}, {}
@@ -262,7 +272,7 @@ def write(evaluation: dict, out, protocol_sha256: str) -> dict:
                 figures[(view, target)] = name
                 pngs[(view, target)] = (out / name).read_bytes()
                 paths[name] = out / name
-    write_text(out / "predictors.md", markdown(evaluation, protocol_sha256, figures))
-    write_text(out / "report.html", html_page(evaluation, protocol_sha256, pngs))
+    write_text(out / "predictors.md", markdown(evaluation, protocol_sha256, figures, extra, banner))
+    write_text(out / "report.html", html_page(evaluation, protocol_sha256, pngs, extra, banner))
     paths["predictors.md"], paths["report.html"] = out / "predictors.md", out / "report.html"
     return paths

@@ -46,7 +46,10 @@ EPILOG = """--json prints one object on stdout (the progress and the human lines
 of OUT/summary.csv: family, support ("causal" for a decoder's native operators, else "full"), eps (the tolerance's text, "0.15", as bracket and report print it), operators, shape, median_L, median_U, median_U_over_L, resolved
 (share, by the results table's criterion on the float64 ends), the baseline's, validated_agreement,
 replayed], "replay_summary" (as softrank replay --json prints it), "notes" (lines such as a randomly initialised model's
-near-uniform attention: every validated bracket [1, 1], or what native causal operators measure), "seconds" (per step),
+near-uniform attention: every validated bracket [1, 1], or what native causal operators measure), "families" (one
+object per family, also in OUT/summary.json: records, tolerances, upper_proved / upper_refuted / upper_unresolved,
+lower_proved / lower_not_accepted (certificates), lower_changed / upper_changed (tolerances whose validated end
+differs from the float64 end), bracket_seconds / replay_seconds (summed worker task times)), "seconds" (per step),
 "exit_code"}.  With --plan, --json prints {"panel", "operators", "tolerances", "families": {family:
 {"operators", "shape": [m, N]}}} and nothing is computed."""
 
@@ -142,13 +145,13 @@ def run(args) -> int:
         raise
     for line in result.summary.errors:  # a malformed record: one line on stderr (the others were replayed)
         print(f"softrank run: error: {line}", file=sys.stderr)
-    _print_table(console, result.table, result.times, result.summary, result.notes)
+    _print_table(console, result.table, result.times, result.summary, result.notes, result.families)
     if as_json:
         from softrank.cli.output import print_json
 
         print_json({"out": str(result.out), "store": str(result.store), "replay": str(result.replay),
                     "report": str(result.page), "table": result.table, "replay_summary": result.summary.as_json(),
-                    "notes": result.notes, "seconds": result.times, "exit_code": result.code})
+                    "notes": result.notes, "families": result.families, "seconds": result.times, "exit_code": result.code})
     else:
         print(f"report: {result.page}", flush=True)
     return result.code
@@ -204,7 +207,7 @@ def _print_plan(args, tolerances, as_json: bool) -> int:
     return 0
 
 
-def _print_table(console, table: list[dict], times: dict, summary, notes=()) -> None:
+def _print_table(console, table: list[dict], times: dict, summary, notes=(), families=()) -> None:
     from rich.table import Table
 
     t = Table(title="softrank run: float64 brackets, validated replay (baseline: truncated SVD / Frobenius tail)")
@@ -219,6 +222,17 @@ def _print_table(console, table: list[dict], times: dict, summary, notes=()) -> 
                   f"{r['baseline_median_U_over_L']:.2f}", f"{100 * r['baseline_resolved']:.1f}%")
     console.print(t)
     console.print(summary.line())
+    if families:
+        f = Table(title="per family: replay outcomes (all tolerances), validated != float64, worker seconds")
+        for col in ("family", "records", "upper proved", "refuted", "unresolved", "lower proved", "not accepted",
+                    "changed (L/U)", "bracket s", "replay s"):
+            f.add_column(col, justify="left" if col == "family" else "right")
+        for r in families:
+            f.add_row(r["family"], str(r["records"]), str(r["upper_proved"]), str(r["upper_refuted"]),
+                      str(r["upper_unresolved"]), str(r["lower_proved"]), str(r["lower_not_accepted"]),
+                      f"{r['lower_changed']}/{r['upper_changed']}", f"{r['bracket_seconds']:.0f}",
+                      f"{r['replay_seconds']:.0f}")
+        console.print(f)
     for note in notes:  # a randomly initialised model says so
         console.print(f"note: {note}", markup=False)
     console.print("time: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())

@@ -29,7 +29,8 @@ from pathlib import Path
 from softrank.fastpath.runner import Journal, WorkersFailed
 from softrank.pipeline.lock import OutputLock
 from softrank.pipeline.steps import STEPS, Hooks, Settings
-from softrank.pipeline.summary import near_uniform_notes, replay_by_tolerance, summarise, write_summary
+from softrank.pipeline.summary import (family_outcomes, near_uniform_notes, replay_by_tolerance, summarise,
+                                      write_summary)
 
 PARTIAL = ".partial"
 FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
@@ -52,6 +53,7 @@ class RunResult:
     times: dict[str, float]
     code: int
     notes: list[str] = field(default_factory=list)  # e.g. a randomly initialised model's near-uniform attention
+    families: list[dict] = field(default_factory=list)  # per family: outcomes and worker seconds
 
 
 def run_pipeline(settings: Settings, hooks: Hooks) -> RunResult:
@@ -105,10 +107,13 @@ def _run(settings: Settings, hooks: Hooks) -> RunResult:
         from softrank.findings.kinds import NATIVE_NOTE
 
         notes.append(NATIVE_NOTE)
-    write_summary(out, table, times)
+    from softrank.findings.replay_table import read_parquet_rows
+
+    families = family_outcomes(results["bracket"]["rows"], read_parquet_rows(out / "replay", "replay.parquet")[1])
+    write_summary(out, table, times, families)
     page = write_report(out / "replay", out / "report.html", research=settings.panel == "full")
     return RunResult(out=out, store=settings.store, replay=out / "replay", page=page, table=table, summary=summary,
-                     times=times, code=0 if not summary.malformed else 2, notes=notes)
+                     times=times, families=families, code=0 if not summary.malformed else 2, notes=notes)
 
 
 __all__ = ["run_pipeline", "RunResult", "RunStopped", "Settings", "Hooks", "PARTIAL"]

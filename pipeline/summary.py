@@ -83,7 +83,51 @@ def _family_row(fam: str, tol: Tolerance, sel: list[dict], replay_rows: dict) ->
     }
 
 
-def write_summary(out: Path, table: list[dict], times: dict) -> None:
+def family_outcomes(rows: list[dict], replay_table: list[dict]) -> list[dict]:
+    """One row per family (by attention kind, as ``summarise``): records, tolerances, upper
+    witnesses proved / refuted / unresolved, lower certificates proved / not accepted, the
+    tolerances whose validated end differs from the float64 end (lower and upper), and the
+    seconds the bracket's and the replay's workers spent on its records (each record's time once:
+    the sum of its task times, not CPU time).  ``rows``: the bracket's rows; ``replay_table``: the
+    rows of ``replay/replay.parquet``."""
+    from softrank.findings.kinds import kind_labels
+
+    labels = kind_labels([{"record_id": r.get("record_id"), "family": r.get("family") or r.get("model"),
+                           "attention": r.get("attention")} for r in replay_table if r.get("status") != "malformed"])
+    out: dict[str, dict] = {}
+
+    def row(fam):
+        return out.setdefault(fam, {"family": fam, "records": 0, "tolerances": 0, "upper_proved": 0,
+                                    "upper_refuted": 0, "upper_unresolved": 0, "lower_proved": 0,
+                                    "lower_not_accepted": 0, "lower_changed": 0, "upper_changed": 0,
+                                    "bracket_seconds": 0.0, "replay_seconds": 0.0})
+
+    replayed = set()
+    for r in replay_table:
+        if r.get("status") == "malformed" or r.get("record_id") not in labels:
+            continue
+        f = row(labels[r["record_id"]])
+        f["tolerances"] += 1
+        outcome = r.get("upper_outcome")
+        if outcome in ("proved", "refuted", "unresolved"):
+            f[f"upper_{outcome}"] += 1
+        for low in r.get("lower_outcomes") or []:
+            f["lower_proved" if low.get("outcome") == "proved" else "lower_not_accepted"] += 1
+        f["lower_changed"] += _int(r.get("validated_lower")) != _int(r.get("float64_lower"))
+        f["upper_changed"] += _int(r.get("validated_upper")) != _int(r.get("float64_upper"))
+        if r["record_id"] not in replayed:  # the replay's time is per record, repeated on its tolerances
+            replayed.add(r["record_id"])
+            f["records"] += 1
+            f["replay_seconds"] += float(r.get("seconds") or 0.0)
+    timed = set()
+    for r in rows:
+        if r.get("record_id") in labels and r["record_id"] not in timed:
+            timed.add(r["record_id"])
+            row(labels[r["record_id"]])["bracket_seconds"] += float(r.get("seconds") or 0.0)
+    return [out[fam] for fam in sorted(out)]
+
+
+def write_summary(out: Path, table: list[dict], times: dict, families: list[dict] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "summary.csv", table, list(table[0]) if table else [])
-    write_json(out / "summary.json", {"table": table, "seconds": times})
+    write_json(out / "summary.json", {"table": table, "seconds": times, "families": families or []})

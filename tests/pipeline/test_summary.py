@@ -40,3 +40,28 @@ def test_a_family_of_rank_one_brackets_is_noted():
     notes = near_uniform_notes(flat + bert, replay_by_tolerance(flat_replay + bert_replay))
     assert len(notes) == 1 and notes[0].startswith("tiny-llama: every operator's validated bracket is [1, 1]")
     assert "randomly initialised" in notes[0]
+
+
+def test_family_outcomes_count_each_end_and_each_records_time_once():
+    from softrank.pipeline.summary import family_outcomes
+
+    t5, _ = _rows("t5", ["encoder-self", "cross"], [(65, 65), (65, 69)])
+    bracket, table = [], []
+    for r, kind in zip(t5, ["encoder-self", "cross"]):
+        for eps, upper_outcome, lows in (("0.25", "proved", ["proved", "proved"]),
+                                         ("0.35", "unresolved" if kind == "cross" else "refuted", ["unresolved"])):
+            bracket.append({**r, "eps_text": eps, "seconds": 3.0})  # the record's time on each of its rows
+            table.append({"record_id": r["record_id"], "status": "ok", "model": "t5", "family": "t5",
+                          "attention": kind, "eps": eps, "upper_outcome": upper_outcome,
+                          "lower_outcomes": [{"outcome": o} for o in lows], "seconds": 0.5,
+                          "float64_lower": 2, "validated_lower": 2 if eps == "0.25" else 1,
+                          "float64_upper": 3, "validated_upper": 3})
+    table.append({"record_id": "broken", "status": "malformed"})
+    out = {r["family"]: r for r in family_outcomes(bracket, table)}
+    assert sorted(out) == ["t5 (cross)", "t5 (encoder-self)"]
+    enc, cross = out["t5 (encoder-self)"], out["t5 (cross)"]
+    assert (enc["records"], enc["tolerances"], enc["upper_proved"], enc["upper_refuted"], enc["upper_unresolved"]) == (
+        1, 2, 1, 1, 0)
+    assert (cross["upper_refuted"], cross["upper_unresolved"]) == (0, 1)
+    assert (enc["lower_proved"], enc["lower_not_accepted"], enc["lower_changed"], enc["upper_changed"]) == (2, 1, 1, 0)
+    assert (enc["bracket_seconds"], enc["replay_seconds"]) == (3.0, 0.5)

@@ -90,13 +90,15 @@ def _run(settings: Settings, hooks: Hooks) -> RunResult:
         t0 = time.perf_counter()
         entry = done.get(step.name)
         taken = taken and isinstance(entry, dict) and entry.get("outputs") == step.outputs()
-        if taken:
+        if taken:  # its time is the one journaled when it ran (an older journal has none: 0)
             results[step.name] = entry["result"]
+            times[step.name] = float(entry.get("seconds") or 0.0)
         else:  # this step and every later one run (each resumes its own items)
             result = step.run(out / PARTIAL / step.name, settings.resume)
-            results[step.name] = journal.add(step.name, {"result": result, "outputs": step.outputs()})["result"]
+            times[step.name] = time.perf_counter() - t0
+            results[step.name] = journal.add(step.name, {"result": result, "outputs": step.outputs(),
+                                                         "seconds": times[step.name]})["result"]
         shutil.rmtree(out / PARTIAL / step.name, ignore_errors=True)
-        times[step.name] = time.perf_counter() - t0
 
     replay = results["replay"]
     summary = ReplaySummary(**replay["summary"])

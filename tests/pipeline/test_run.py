@@ -155,9 +155,13 @@ def test_a_finished_run_resumes_without_redoing_a_step(reference, tmp_path):
     assert _softrank(out, "--jobs", "1").returncode == 0
     assert sorted(p.name for p in (out / ".partial").iterdir()) == ["bracket.json", "extract.json", "params.json",
                                                                     "replay.json"]
+    seconds = json.loads((out / "summary.json").read_text())["seconds"]
+    assert seconds["bracket"] > 0 and seconds["replay"] > 0
     stamps = {p: p.stat().st_mtime_ns for p in [out / "store" / "bracket.csv", out / "replay" / "replay.csv"]}
     _resumed(out, reference, "--jobs", "1")
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+    # a step taken from the journal keeps the time it took when it ran
+    assert json.loads((out / "summary.json").read_text())["seconds"] == seconds
     shutil.rmtree(out / "replay")  # a step whose output is gone is done again
     _resumed(out, reference, "--jobs", "1")
     proc = _softrank(out, "--jobs", "1", "--eps", "0.35", "--resume")  # other parameters: refused

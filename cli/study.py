@@ -9,7 +9,7 @@ with ``configure(sub)`` (its subparser) and ``run(args)``.
 - ``tighten-cells``: which end of a fast-path bracket is loose, on small cells decided by the
   oracle (``studies/tighten_cells/``);
 - ``predictors``: does a head's geometry predict its validated rank bracket? (``studies/predictors/``,
-  under the frozen protocol ``docs/predictors-protocol.md``).
+  under the frozen protocol ``docs/predictors-protocol-2.md``).
 """
 
 from __future__ import annotations

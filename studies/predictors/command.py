@@ -1,6 +1,6 @@
 """``softrank study predictors --main RUN_OUT --heldout HELDOUT_OUT --out DIR``: does a head's geometry
 predict its validated rank bracket? The research page's predictor test on validated targets, under
-the frozen protocol (``docs/predictors-protocol.md``; ``softrank.studies.predictors.study``)."""
+the frozen protocol (``docs/predictors-protocol-2.md``; ``softrank.studies.predictors.study``)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def configure(sub) -> None:
     p.add_argument("--bootstrap", type=_bootstrap, default=2000,
                    help="source-cluster bootstrap resamples (the protocol's 2000; fewer is not the run of record)")
     p.add_argument("--protocol", type=path_arg, default=None, metavar="FILE",
-                   help="the protocol file (default: the repository's docs/predictors-protocol.md); the study "
+                   help="the protocol file (default: the repository's docs/predictors-protocol-2.md); the study "
                         "refuses to start unless its SHA-256 is the frozen one")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--json", action="store_true", help="print study.json's summary as one JSON object")

@@ -1,5 +1,5 @@
 """The predictor study's comparisons, views, gains, intervals and verdicts, as
-``docs/predictors-protocol.md`` fixes them (untrusted orchestration).
+``docs/predictors-protocol-2.md`` fixes them (untrusted orchestration).
 
 Input: the operators table (one dict per operator: ``panel``, ``family``, ``source_id``, ``layer``,
 ``head``, the targets ``U_p``, ``L_p``, ``mid_p`` and the feature columns) and ``blocks`` (block
@@ -14,7 +14,9 @@ name -> its column names: ``features.BLOCKS``).
 - Views: ``held-out`` (fit on the main panel, evaluate on the held-out panel),
   ``leave-one-source-out`` (main panel, one fold per source) and ``leave-one-head-out`` (main
   panel, one fold per (layer, head)).  Every fit is within one family; every prediction is out of
-  sample, made once; each training part searches its own grid (``models.out_of_sample``).
+  sample, made once; in the held-out and leave-one-source-out views each training part searches
+  its own grid, in the leave-one-head-out view the grid point is searched once on the family's
+  main panel and refitted on every fold (the protocol's second version; ``models.out_of_sample``).
 - Error: MAE in cap units per family; the aggregate is the mean of the family MAEs (equal weight)
   and its gain is computed from those means.  Relative gain = (MAE(base) - MAE(base + block)) /
   MAE(base); the absolute gain MAE(base) - MAE(base + block) is reported beside it.
@@ -105,8 +107,10 @@ def run_task(task: dict) -> dict:
     """One task: out-of-sample predictions of one model on one column set (module-level: pickles)."""
     t0, c0 = time.perf_counter(), time.process_time()
     splits = view_splits(task["view"], task["panel"], task["source"], task["head"])
-    pred, infos = out_of_sample(task["model"], task["X"], task["y"], task["source"], splits)
-    fits = sum(1 + (len(GRIDS[task["model"]]) * i["folds"]) for i in infos if i["params"] is not None)
+    once = task["view"] == "leave-one-head-out"  # the protocol's one search per family, target, columns
+    pred, infos = out_of_sample(task["model"], task["X"], task["y"], task["source"], splits, search_once=once)
+    fits = sum(1 + len(GRIDS[task["model"]]) * i["folds"] + i.get("search_fits", 0)
+               for i in infos if i["params"] is not None)
     return {"pred": pred, "splits": len(splits), "fits": fits, "dropped_in_fit": sum(i["dropped"] for i in infos),
             "cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - t0}
 

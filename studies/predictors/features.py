@@ -1,4 +1,4 @@
-"""Per-operator features of ``softrank study predictors`` (docs/predictors-protocol.md, "Feature
+"""Per-operator features of ``softrank study predictors`` (docs/predictors-protocol-2.md, "Feature
 blocks"): the column names of every block (``BLOCKS``, the one place they are written), the
 structural, calibrated and native features of one record (``record_features``), the intrinsic
 features of one ``softrank study kappa`` operator (``intrinsic_features``) and the protocol's fixed

@@ -1,4 +1,4 @@
-"""The gauge audit of ``softrank study predictors`` (docs/predictors-protocol.md, "Gauge audit"):
+"""The gauge audit of ``softrank study predictors`` (docs/predictors-protocol-2.md, "Gauge audit"):
 native Gamma = beta rad(Q) rad(K) of one record's own factorization, and in two gauges that leave
 H = beta Q K^T unchanged in exact arithmetic, Q' = Q S, K' = K S^-T:
 

@@ -1,4 +1,4 @@
-"""The predictor study's two models, fitted as ``docs/predictors-protocol.md`` fixes them
+"""The predictor study's two models, fitted as ``docs/predictors-protocol-2.md`` fixes them
 ("Models and evaluation"); untrusted orchestration over scikit-learn.
 
 - ``ridge``: ``StandardScaler`` (fitted on the training part only, inside a ``Pipeline``) then
@@ -15,7 +15,10 @@ many as the training part has sources when it has fewer; with one source there i
 cross-validate and the grid's middle point (index ``len(grid) // 2``: ridge alpha 1, trees
 max_depth 3 with learning_rate 0.05) is fitted, a choice recorded in the result.  The search loop
 is written out (clone, fit, score) rather than run through ``GridSearchCV``, whose per-search
-overhead is most of a ridge search's cost and is paid hundreds of times by leave-one-head-out.
+overhead is most of a ridge search's cost and is paid many times over.  In the leave-one-head-out
+view the protocol's second version searches once, on the union of the folds' rows, and refits
+that point on every fold (``out_of_sample(..., search_once=True)``): a search inside each of 270
+folds costs tens of CPU hours for the trees.
 
 Rows whose target or any feature is NaN (or infinite) are dropped from the fit and counted.
 Every fit and prediction runs with one thread (``threadpoolctl``: the trees' OpenMP and the BLAS),
@@ -88,15 +91,17 @@ def search(model: str, X: np.ndarray, y: np.ndarray, groups) -> tuple[dict, floa
     return best, best_mae, k
 
 
-def _fit(model: str, X, y, groups):
+def _fit(model: str, X, y, groups, chosen: tuple | None = None):
+    """``chosen``: (params, cv_mae, folds) of a search made beforehand; the point is refitted only."""
     X, y, groups = np.asarray(X, float), np.asarray(y, float), np.asarray(groups)
     keep = usable(X, y)
     X, y, groups = X[keep], y[keep], groups[keep]
     info = {"rows": int(keep.sum()), "dropped": int((~keep).sum())}
     if not len(y):
         return None, {**info, "params": None, "cv_mae": float("nan"), "folds": 0}
-    params, cv_mae, k = search(model, X, y, groups)
-    return estimator(model, params).fit(X, y), {**info, "params": params, "cv_mae": cv_mae, "folds": k}
+    params, cv_mae, k = chosen if chosen is not None else search(model, X, y, groups)
+    info = {**info, "params": params, "cv_mae": cv_mae, "folds": 0 if chosen is not None else k}
+    return estimator(model, params).fit(X, y), info
 
 
 def fit(model: str, X, y, groups):
@@ -109,19 +114,30 @@ def fit(model: str, X, y, groups):
         return _fit(model, X, y, groups)
 
 
-def out_of_sample(model: str, X, y, groups, splits) -> tuple[np.ndarray, list[dict]]:
+def out_of_sample(model: str, X, y, groups, splits, search_once: bool = False) -> tuple[np.ndarray, list[dict]]:
     """Predictions for every test row of ``splits`` (a list of (train indices, test indices)), each
     from a model searched and fitted on its split's training part alone; NaN for a row no split
     tests, for a test row with a NaN feature and for a split whose training part has no usable
-    row.  Also one info dict per split (``fit``'s)."""
+    row.  Also one info dict per split (``fit``'s).  ``search_once`` (the protocol's
+    leave-one-head-out view): the grid point is searched once on the union of the splits' rows and
+    refitted on each training part (the search's own fits are in the first split's ``search_fits``)."""
     from threadpoolctl import threadpool_limits
 
     X, y, groups = np.asarray(X, float), np.asarray(y, float), np.asarray(groups)
     pred = np.full(len(y), np.nan)
     infos = []
     with threadpool_limits(limits=1):
-        for train, test in splits:
-            est, info = _fit(model, X[train], y[train], groups[train])
+        chosen = None
+        if search_once and splits:
+            rows = np.unique(np.concatenate([np.concatenate([np.asarray(a, int), np.asarray(b, int)])
+                                             for a, b in splits]))
+            rows = rows[usable(X[rows], y[rows])]
+            if len(rows):
+                chosen = search(model, X[rows], y[rows], groups[rows])
+        for i, (train, test) in enumerate(splits):
+            est, info = _fit(model, X[train], y[train], groups[train], chosen)
+            if chosen is not None and i == 0:
+                info["search_fits"] = len(GRIDS[model]) * chosen[2]
             infos.append(info)
             test = np.asarray(test, int)
             test = test[np.isfinite(X[test]).all(axis=1)]

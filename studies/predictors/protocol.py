@@ -1,4 +1,4 @@
-"""The predictor study's frozen protocol (``docs/predictors-protocol.md``): the file is read, its
+"""The predictor study's frozen protocol (``docs/predictors-protocol-2.md``, its second version): the file is read, its
 SHA-256 compared with the one this code was written against, and the study refuses to start when
 they differ. Every setting the study uses is written here once, as the protocol fixes it; the
 protocol's text, not this module, is the reference (a change there is a new protocol, and a new
@@ -12,10 +12,11 @@ from pathlib import Path
 
 from softrank.errors import InputError
 
-#: SHA-256 of the protocol file the code implements (frozen on 2026-12-07, before any run).
-PROTOCOL_SHA256 = "97d6e7821274bc4c9f8af6b7e1fc862b8d4e853122f50cd00d291edd5d3dac31"
+#: SHA-256 of the protocol file the code implements (its second version, frozen on 2026-12-07
+#: before the run of record; the first, docs/predictors-protocol.md, was 97d6e782...5dac31)
+PROTOCOL_SHA256 = "34bce6a82e77c49a15039b736b6059065dc67c18de78bbc4055f645a5f0d0fc6"
 #: where the protocol lives in the repository (the package root is the repository root)
-PROTOCOL_PATH = Path(__file__).resolve().parents[2] / "docs" / "predictors-protocol.md"
+PROTOCOL_PATH = Path(__file__).resolve().parents[2] / "docs" / "predictors-protocol-2.md"
 
 EPS = Fraction(1, 4)  # the one tolerance of the targets
 TARGETS = ("U_p", "L_p", "mid_p")

@@ -1,5 +1,5 @@
 """``softrank study predictors``: does a head's geometry predict its validated rank bracket?
-(untrusted orchestration, under the frozen protocol ``docs/predictors-protocol.md``).
+(untrusted orchestration, under the frozen protocol ``docs/predictors-protocol-2.md``).
 
 Steps, each resumable: the protocol's hash is checked; the operators of the two panels are read
 from their replay tables (targets in cap units at eps 1/4); per operator the structural,

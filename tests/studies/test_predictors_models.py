@@ -89,3 +89,16 @@ def test_empty_training_part_gives_no_prediction():
     y[:] = np.nan
     pred, infos = models.out_of_sample("ridge", X, y, groups, [(np.arange(50), np.arange(50, 60))])
     assert np.isnan(pred).all() and infos[0]["params"] is None and infos[0]["dropped"] == 50
+
+
+def test_search_once_picks_one_point_on_all_rows_and_refits_each_fold():
+    X, y, groups = _data()
+    heads = np.arange(len(y)) % 12
+    splits = [(np.flatnonzero(heads != h), np.flatnonzero(heads == h)) for h in range(12)]
+    pred, infos = models.out_of_sample("ridge", X, y, groups, splits, search_once=True)
+    chosen = models.search("ridge", X, y, groups)
+    assert all(i["params"] == chosen[0] and i["folds"] == 0 for i in infos)
+    assert infos[0]["search_fits"] == len(models.GRIDS["ridge"]) * chosen[2] and "search_fits" not in infos[1]
+    for (train, test), i in zip(splits, infos):  # each fold's prediction: the chosen point fitted on its part
+        est = models.estimator("ridge", chosen[0]).fit(X[train], y[train])
+        assert np.allclose(pred[test], est.predict(X[test]))

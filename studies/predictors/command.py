@@ -72,7 +72,16 @@ def run(args) -> int:
         print_json({k: study[k] for k in ("protocol", "run_of_record", "operators", "families", "results",
                                           "gauges", "cost", "report")})
         return 0
-    print(study["text"])
+    # the head of the report (protocol, notes, the research page's figures beside this study's);
+    # every view's tables are in predictors.md and report.html
+    head, sections = [], 0
+    for line in study["text"].splitlines():
+        sections += line.startswith("## ")
+        if sections > 1:
+            break
+        head.append(line)
+    print("\n".join(head).rstrip())
+    print(f"per view, model and target: {out / 'predictors.md'}")
     print(f"-> {out / 'report.html'}, {out / 'study.json'}")
     return 0
 

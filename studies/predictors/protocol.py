@@ -20,7 +20,10 @@ PROTOCOL_PATH = Path(__file__).resolve().parents[2] / "docs" / "predictors-proto
 
 EPS = Fraction(1, 4)  # the one tolerance of the targets
 TARGETS = ("U_p", "L_p", "mid_p")
-#: the text families of the two panels, by the replay table's attention kind
+#: the text families of the two panels: their models (the replay table's ``model``) and attention
+#: kinds (MiniLM's self-attention, SmolLM2's common-prefix blocks); the shipped vision and seq2seq
+#: families have rows of these kinds too and are outside the protocol
+MODELS = ("minilm", "smollm2")
 ATTENTIONS = ("encoder-self", "decoder-self-block")
 COMPARISONS = (("native", "structural"), ("native", "calibrated"), ("intrinsic", "calibrated"),
                ("native+intrinsic", "calibrated"))

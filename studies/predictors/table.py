@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from softrank.errors import InputError
-from softrank.studies.predictors.protocol import ATTENTIONS, EPS
+from softrank.studies.predictors.protocol import ATTENTIONS, EPS, MODELS
 
 
 def resolved(lower: int, upper: int, p: int) -> bool:
@@ -18,7 +18,7 @@ def resolved(lower: int, upper: int, p: int) -> bool:
 
 def operators_table(folder, panel: str) -> tuple[list[dict], dict]:
     """``(rows, counts)`` for the panel in ``folder`` (``store/`` and ``replay/``): the rows at eps
-    1/4 of the text families (encoder self-attention, decoder common-prefix blocks), each checked
+    1/4 of the text families (MiniLM's self-attention, SmolLM2's common-prefix blocks), each checked
     as ``softrank regress`` checks it; ``counts`` says how many were left out and why."""
     from softrank.findings.replay_table import check_replay_row, read_parquet_rows
 
@@ -33,13 +33,16 @@ def operators_table(folder, panel: str) -> tuple[list[dict], dict]:
             "validated_lower", "validated_upper"}
     if not need <= set(columns):
         raise InputError(str(replay / "replay.parquet"), "columns", f"missing {sorted(need - set(columns))}")
-    rows, counts, seen = [], {"other_attention": 0, "other_eps": 0, "malformed": 0, "missing_lower": 0,
+    rows, counts, seen = [], {"other_model": 0, "other_attention": 0, "other_eps": 0, "malformed": 0, "missing_lower": 0,
                               "missing_upper": 0, "missing_record": 0}, set()
     for i, row in enumerate(raw):
         if row.get("status") == "malformed" or row["eps_value"] is None:
             counts["malformed"] += 1
             continue
         check_replay_row(replay / "replay.parquet", i, row)
+        if row.get("model") not in MODELS:
+            counts["other_model"] += 1
+            continue
         if row["attention"] not in ATTENTIONS:
             counts["other_attention"] += 1
             continue

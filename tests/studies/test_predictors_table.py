@@ -37,7 +37,7 @@ def _panel(demo, tmp_path, edit):
     table = pq.read_table(folder / "replay" / "replay.parquet")
     rows = table.to_pylist()
     for i, r in enumerate(rows):
-        r.update(attention="encoder-self", source_id=f"s{i % 2}", family="bert", model="bert")
+        r.update(attention="encoder-self", source_id=f"s{i % 2}", family="all-MiniLM-L6-v2", model="minilm")
     edit(rows)
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), folder / "replay" / "replay.parquet")
     return folder
@@ -52,7 +52,7 @@ def test_rows_at_a_quarter_with_cap_unit_targets(demo, tmp_path):
     for r in rows:
         src = by_id[r["record_id"]]
         p = min(src["m"], src["N"])
-        assert r["p"] == p and r["panel"] == "main" and r["family"] == "bert"
+        assert r["p"] == p and r["panel"] == "main" and r["family"] == "all-MiniLM-L6-v2"
         assert r["U_p"] == src["validated_upper"] / p and r["L_p"] == src["validated_lower"] / p
         lo, up = src["validated_lower"], src["validated_upper"]
         assert (r["mid_p"] == (lo + up) / (2 * p)) if resolved(lo, up, p) else math.isnan(r["mid_p"])
@@ -66,9 +66,12 @@ def test_other_kinds_missing_ends_and_records_are_counted(demo, tmp_path):
         quarter[1]["validated_upper"] = None  # a missing end: the target is NaN, the row kept
         quarter[2]["record_id"] = "gone"  # no record folder
         quarter[3]["status"] = "malformed"
+        quarter[4].update(model="flan-t5-small", family="FLAN-T5-small encoder")  # self-attention, not a text family
+        quarter[5].update(model="dinov2-small", family="DINOv2-small")
 
     rows, counts = operators_table(_panel(demo, tmp_path, edit), "heldout")
-    assert len(rows) == 5 and (counts["other_attention"], counts["missing_record"], counts["malformed"]) == (1, 1, 1)
+    assert len(rows) == 3 and (counts["other_attention"], counts["missing_record"], counts["malformed"]) == (1, 1, 1)
+    assert counts["other_model"] == 2 and {r["family"] for r in rows} == {"all-MiniLM-L6-v2"}
     assert counts["missing_upper"] == 1 and sum(math.isnan(r["U_p"]) for r in rows) == 1
 
 

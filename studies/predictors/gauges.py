@@ -16,19 +16,26 @@ that difference in balls (``studies.theorem.gauge._delta_logits_upper``: exact p
 gives the consequences the repository proves: ||A' - A||_inf <= max osc(H' - H) / 2 (the softmax
 perturbation lemma, proofs/softmax_perturbation.md, with 2 tanh(x/4) <= x/2) and
 |C' - C| <= 4 max |H' - H| entrywise (C = P_m H P_N).  No Lipschitz bound for kappa or tau under a
-perturbation of C is proved in proofs/, so the intrinsic quantities are not claimed unchanged from
-these numbers; the audit reports the validated uniform-weight lower bound on kappa(C) (Lemma K1,
-proofs/kappa_duality_contrast.md) evaluated with each frame's factors, as ``studies/theorem/gauge.py``
-does, and checks it against each frame's validated Gamma upper bound (kappa(C) <= Gamma).
+perturbation of C is proved in proofs/, so those are not claimed unchanged from these numbers.
+kappa(C) is: it moves by at most sqrt(min(m, N)) max |H' - H| (Lemma K4,
+proofs/kappa_duality_contrast.md).  The audit evaluates the validated uniform-weight lower bound on
+kappa(C') (Lemma K1, beta applied exactly) with each frame's factors, checks it against each
+frame's validated Gamma upper bound (kappa(C) <= Gamma), and records ``kappa_shift_upper_<g>``, the
+Lemma K4 bound on |kappa(C') - kappa(C)|; ``summarise`` then checks every frame's lower bound, less
+that shift, against the validated upper end of kappa(C) computed in the stored frame (where the
+intrinsic block has one): the frames must bracket one number.
 """
 
 from __future__ import annotations
 
+import math
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
+AUDIT_VERSION = 2  # 2: beta applied exactly to the kappa lower bounds, and the Lemma K4 shift recorded
 RANK_TOL = 1e-12  # eigenvalues of Q's covariance at or below this times the largest count as zero
 GAUGES = ("diagonal", "dense")
 NAN = float("nan")
@@ -78,7 +85,7 @@ def gauge_audit(folder, kappa: bool = True, frame0: tuple[float, float] | None =
     from softrank.replay.reader import read_record
 
     rec = read_record(Path(folder))
-    out: dict = {"record_id": rec.record_id, "gauge_note": ""}
+    out: dict = {"record_id": rec.record_id, "gauge_note": "", "audit_version": AUDIT_VERSION}
     if rec.form != "qk" or rec.bias is not None or rec.mask is not None:
         out["gauge_note"] = ("logits record: no native factorization" if rec.form != "qk" else
                              "additive bias: H is not beta Q K^T" if rec.bias is not None else
@@ -101,14 +108,15 @@ def audit_factors(q: np.ndarray, k: np.ndarray, beta: float, kappa: bool = True,
         g, g_up = frame0 if name == "frame0" and frame0 is not None else gamma_native(qf, kf, beta)
         out[f"gamma_{name}"], out[f"gamma_{name}_upper"] = float(g), float(g_up)
         if kappa:
-            out[f"kappa_C_lower_{name}"] = uniform_dual_lower(beta * qf, kf)
+            out[f"kappa_C_lower_{name}"] = uniform_dual_lower(qf, kf, beta)
     for name in GAUGES:
         qf, kf = frames[name]
         out[f"gamma_ratio_{name}"] = out[f"gamma_{name}"] / out["gamma_frame0"] if out["gamma_frame0"] > 0 else NAN
         osc_up, abs_up = _delta_logits_upper(q, k, qf, kf, beta)
         # x / 2 and 4 y are exact in binary64: both stay upper bounds
         out.update({f"h_change_upper_{name}": abs_up, f"h_osc_upper_{name}": osc_up,
-                    f"A_change_upper_{name}": osc_up / 2, f"C_change_upper_{name}": 4 * abs_up})
+                    f"A_change_upper_{name}": osc_up / 2, f"C_change_upper_{name}": 4 * abs_up,
+                    f"kappa_shift_upper_{name}": kappa_shift_upper(abs_up, q.shape[0], k.shape[0])})
     if kappa:
         ok = (out[f"kappa_C_lower_{f}"] <= out[f"gamma_{f}_upper"] for f in frames)  # nan: not validated
         out["kappa_le_gamma_validated"] = bool(all(ok))
@@ -116,7 +124,36 @@ def audit_factors(q: np.ndarray, k: np.ndarray, beta: float, kappa: bool = True,
     return out
 
 
-def summarise(audits: list[dict], threshold: float = 0.10) -> dict:
+def kappa_shift_upper(h_change_upper: float, m: int, n: int) -> float:
+    """An upper bound on |kappa(C') - kappa(C)| when max |H' - H| <= ``h_change_upper`` (Lemma K4:
+    sqrt(min(m, N)) times it; the square root replaced by the least integer at or above it, the
+    product rounded up)."""
+    from softrank.validated.balls import float_at_least
+
+    if not math.isfinite(h_change_upper) or h_change_upper < 0:
+        return math.inf
+    p = min(int(m), int(n))
+    root = math.isqrt(p) + (math.isqrt(p) ** 2 < p)
+    return float_at_least(Fraction(h_change_upper) * root)
+
+
+def frames_agree(audit: dict, kappa_c_upper: float) -> bool | None:
+    """Whether every frame's lower bound on kappa(C), less its Lemma K4 shift (0 in the stored frame),
+    is at or below ``kappa_c_upper`` (a validated upper end of kappa(C) in the stored frame), compared
+    exactly; None when the audit lacks a number it needs."""
+    if not math.isfinite(kappa_c_upper):
+        return None
+    for frame in ("frame0", *GAUGES):
+        lower = audit.get(f"kappa_C_lower_{frame}")
+        shift = 0.0 if frame == "frame0" else audit.get(f"kappa_shift_upper_{frame}")
+        if lower is None or shift is None or not math.isfinite(lower) or not math.isfinite(shift):
+            return None
+        if Fraction(lower) - Fraction(shift) > Fraction(kappa_c_upper):
+            return False
+    return True
+
+
+def summarise(audits: list[dict], threshold: float = 0.10, kappa_c_upper: dict[str, float] | None = None) -> dict:
     """Per gauge over the audited operators (those without ``gauge_note``): how many Gammas change by
     more than ``threshold`` (|ratio - 1| > threshold), the largest factor max(ratio, 1 / ratio), the
     largest validated bounds on max |H' - H| and ||A' - A||_inf, and how many operators have
@@ -135,4 +172,11 @@ def summarise(audits: list[dict], threshold: float = 0.10) -> dict:
     with_kappa = [a for a in done if "kappa_le_gamma_validated" in a]
     if with_kappa:
         out["kappa_le_gamma_validated"] = sum(bool(a["kappa_le_gamma_validated"]) for a in with_kappa)
+    if kappa_c_upper:
+        checks = [frames_agree(a, kappa_c_upper[a["record_id"]]) for a in done if a.get("record_id") in kappa_c_upper]
+        out["kappa_frames"] = {"operators": len(checks), "agree": sum(c is True for c in checks),
+                               "disagree": sum(c is False for c in checks), "not_checked": sum(c is None for c in checks),
+                               "shift_upper_max": max((v for a in done for g in GAUGES
+                                                       if math.isfinite(v := a.get(f"kappa_shift_upper_{g}", math.nan))),
+                                                      default=math.nan)}
     return out

@@ -45,8 +45,54 @@ def _feature_worker(task):
     return out
 
 
+def _gauge_worker(task):
+    from softrank.studies.predictors.gauges import gauge_audit
+
+    limit_threads()
+    folder, frame0 = task
+    t0 = time.process_time()
+    try:
+        out = gauge_audit(folder, kappa=True, frame0=frame0)
+    except InputError as err:
+        return {"error": str(err), "bad_input": True}
+    except Exception as err:
+        return {"error": f"{type(err).__name__}: {err}"}
+    return {"gauges": out, "cpu_seconds": time.process_time() - t0}
+
+
+def _refresh_gauges(rows: list[dict], done: dict, out: Path, jobs: int, resume: bool, scheduler) -> float:
+    """Redo the gauge audit of every operator whose journaled audit is of an older version (the
+    features stay as journaled), in ``OUT/journal-gauges``; the payloads in ``done`` are updated.
+    Returns the CPU seconds spent."""
+    from softrank.studies.predictors.gauges import AUDIT_VERSION
+
+    def stale(payload):
+        return isinstance(payload, dict) and "gauges" in payload and \
+            payload["gauges"].get("audit_version") != AUDIT_VERSION
+
+    folders = [r["folder"] for r in rows if stale(done.get(Path(r["folder"]).name))]
+    if not folders:
+        return 0.0
+    journal = Journal(out / "journal-gauges", {"audit_version": AUDIT_VERSION, "protocol": P.PROTOCOL_SHA256},
+                      resume=resume, keep=True)
+    job = RecordsJob(folders, journal)
+    job.resume_from(lambda name, payload: "error" not in payload)
+
+    def frame0(folder):
+        feats = done[Path(folder).name].get("features", {})
+        g, g_up = feats.get("n_gamma", math.nan), feats.get("n_gamma_upper", math.nan)
+        return folder, ((g, g_up) if math.isfinite(g) and math.isfinite(g_up) else None)
+
+    fresh = job.run(_gauge_worker, frame0, jobs=jobs, scheduler=scheduler, journal_if=lambda p: "error" not in p)
+    for name, payload in fresh.items():
+        if "error" not in payload:
+            done[name] = {**done[name], "gauges": payload["gauges"]}
+    return sum(p.get("cpu_seconds", 0.0) for p in fresh.values())
+
+
 def _features(rows: list[dict], out: Path, panel: str, jobs: int, resume: bool, scheduler, progress) -> dict:
-    """record_id -> worker payload for the panel's rows (journal ``OUT/journal-<panel>``)."""
+    """record_id -> worker payload for the panel's rows (journal ``OUT/journal-<panel>``; on the main
+    panel an audit journaled by an older audit version is redone by ``_refresh_gauges``)."""
     with_gauges = panel == "main"
     journal = Journal(out / f"journal-{panel}", {"panel": panel, "gauges": with_gauges,
                                                  "protocol": P.PROTOCOL_SHA256}, resume=resume, keep=True)
@@ -55,7 +101,11 @@ def _features(rows: list[dict], out: Path, panel: str, jobs: int, resume: bool, 
         job.resume_from(lambda name, payload: "error" not in payload)
     done = job.run(_feature_worker, lambda f: (f, with_gauges), jobs=jobs, scheduler=scheduler,
                    progress=progress, journal_if=lambda p: "error" not in p)
-    return done
+    refresh = 0.0
+    if with_gauges:
+        done = dict(done)
+        refresh = _refresh_gauges(rows, done, out, jobs, resume, scheduler)
+    return done, refresh
 
 
 def _intrinsic(rows: list[dict], folder: Path, out: Path, per_family: int, jobs: int, resume: bool) -> dict:
@@ -80,6 +130,9 @@ def _intrinsic(rows: list[dict], folder: Path, out: Path, per_family: int, jobs:
             failed.append(rid)
             continue
         feats[rid] = intrinsic_features(op)
+        kc = op.get("kappa_C") if isinstance(op.get("kappa_C"), dict) else {}
+        up = kc.get("upper")  # the validated upper end of kappa(C) (primal bound in balls, rounded up)
+        feats[rid]["kappa_C_validated_upper"] = float(up) if isinstance(up, (int, float)) else math.nan
         seconds += float(op.get("seconds", 0.0))
     return {"rows": feats, "operators": len(ids), "seconds": seconds, "failed": failed}
 
@@ -110,11 +163,13 @@ def build_table(main_dir, heldout_dir, out: Path, *, limit=None, jobs=1, resume=
     for rows, folder in ((main, Path(main_dir)), (held, Path(heldout_dir))):
         panel = rows[0]["panel"]
         t0 = time.perf_counter()
-        done = _features(rows, out, panel, jobs, resume, scheduler,
-                         None if progress is None else progress(f"features ({panel})"))
+        done, refresh = _features(rows, out, panel, jobs, resume, scheduler,
+                                  None if progress is None else progress(f"features ({panel})"))
         cost[f"features_{panel}"] = {"wall_seconds": time.perf_counter() - t0,
                                      "cpu_seconds": sum(p.get("cpu_seconds", 0.0) for p in done.values()),
                                      "operators": len(rows)}
+        if refresh:
+            cost[f"features_{panel}"]["gauge_refresh_cpu_seconds"] = refresh
         failed[f"features_{panel}"] = sorted(k for k, p in done.items() if "error" in p)
         t0 = time.perf_counter()
         intrinsic = _intrinsic(rows, folder, out, per_family, jobs, resume)
@@ -177,6 +232,14 @@ def gauge_section(summary: dict) -> dict:
     if "kappa_le_gamma_validated" in summary:
         text.append(f"kappa(C) lower bound <= Gamma upper bound, validated in every frame: "
                     f"{summary['kappa_le_gamma_validated']} of {summary.get('operators', 0)} operators.")
+    frames = summary.get("kappa_frames")
+    if frames:
+        text.append(
+            f"kappa(C) in every frame, on the {frames['operators']} operators with a validated kappa(C) bracket: "
+            f"each gauged frame's validated lower bound, less the proved bound on how far kappa moves with the "
+            f"change of the logits (at most {frames['shift_upper_max']:.3g}), is at or below the stored frame's "
+            f"validated upper end on {frames['agree']} (contradicted on {frames['disagree']}, not checked on "
+            f"{frames['not_checked']}: a journal entry from before the shift was recorded).")
     rows = [[name, str(summary[name]["changed"]), f"{summary[name]['largest_factor']:.6g}",
              f"{summary[name]['h_change_upper_max']:.3g}", f"{summary[name]['A_change_upper_max']:.3g}"]
             for name in GAUGES if name in summary]
@@ -202,7 +265,10 @@ def run_study(main_dir, heldout_dir, out, *, limit=None, jobs=1, resume=False, s
     t1 = time.perf_counter()
     evaluation = _evaluate(rows, out, bootstrap=bootstrap, jobs=jobs, resume=resume,
                            progress=None if progress is None else progress("fits"))
-    gauges = summarise([r["gauges"] for r in rows if r["panel"] == "main" and "gauges" in r])
+    main_rows = [r for r in rows if r["panel"] == "main" and "gauges" in r]
+    gauges = summarise([r["gauges"] for r in main_rows],
+                       kappa_c_upper={r["record_id"]: r["kappa_C_validated_upper"] for r in main_rows
+                                      if math.isfinite(r.get("kappa_C_validated_upper", math.nan))})
     meta["cost"]["evaluate"] = {"wall_seconds": time.perf_counter() - t1, "views": evaluation["costs"]}
     study = {"protocol": proto, "run_of_record": limit is None and bootstrap == P.BOOTSTRAP,
              "limit": limit, "bootstrap": bootstrap,

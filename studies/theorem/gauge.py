@@ -56,7 +56,7 @@ def _gauge_row(rec, r: int, name: str, s: np.ndarray, frame0: dict, tau0: float 
     k2 = k @ np.linalg.inv(s).T
     osc_up, abs_up = _delta_logits_upper(q, k, q2, k2, beta)
     g1, g1_up = gamma_native(q2, k2, beta)
-    kap1 = uniform_dual_lower(beta * q2, k2)
+    kap1 = uniform_dual_lower(q2, k2, beta)
     g0, g0_up, kap0 = frame0["gamma"], frame0["gamma_upper"], frame0["kappa"]
     row = {
         "record": rec.record_id, "gauge": name, "cond_S": float(np.linalg.cond(s)),
@@ -85,6 +85,6 @@ def gauge_audit_record(rec, r: int, seed: int = 0, with_tau: bool = True) -> lis
     rng = np.random.default_rng([seed, zlib.crc32(rec.record_id.encode())])
     q, k, beta = rec.queries, rec.keys, float(rec.scale)
     g0, g0_up = gamma_native(q, k, beta)
-    frame0 = {"gamma": g0, "gamma_upper": g0_up, "kappa": uniform_dual_lower(beta * q, k)}
+    frame0 = {"gamma": g0, "gamma_upper": g0_up, "kappa": uniform_dual_lower(q, k, beta)}
     tau0 = _tau_lp(double_centre(logits_float(rec)), r) if with_tau else None
     return [_gauge_row(rec, r, name, s, frame0, tau0) for name, s in random_gauges(q.shape[1], rng)]

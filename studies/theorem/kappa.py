@@ -19,10 +19,23 @@ from softrank.studies.theorem.record_logits import double_centre, logits_float
 from softrank.validated import kappa_certificates as kc
 
 
-def uniform_dual_lower(x0, y0) -> float:
-    """Validated lower bound on kappa(X0 Y0^T) with uniform weights (nan if none)."""
+def scaled_lower(value, beta: float) -> float | None:
+    """A lower bound on beta kappa(X0 Y0^T) = kappa(beta X0 Y0^T) (Lemma K4 (a), beta >= 0) from a
+    validated lower bound ``value`` on kappa(X0 Y0^T): the product rounded down, so that beta is
+    applied exactly (the binary64 product fl(beta X0) is not beta X0 unless beta is a power of two)."""
+    from fractions import Fraction
+
+    from softrank.validated.balls import float_at_most
+
+    if value is None or not beta >= 0:
+        return None
+    return float_at_most(Fraction(float(value)) * Fraction(float(beta)))
+
+
+def uniform_dual_lower(x0, y0, beta: float = 1.0) -> float:
+    """Validated lower bound on kappa(beta X0 Y0^T) with uniform weights (nan if none)."""
     p, q = np.full(x0.shape[0], 1.0), np.full(y0.shape[0], 1.0)
-    v = dual_lower_best(x0, y0, p, q)
+    v = scaled_lower(dual_lower_best(x0, y0, p, q), beta)
     return float("nan") if v is None else float(v)
 
 
@@ -54,11 +67,11 @@ def kappa_gamma_record(rec, r: int) -> dict:
     t0 = time.perf_counter()
     beta = float(rec.scale)
     g, g_up = gamma_native(rec.queries, rec.keys, beta)
-    kc_lower = uniform_dual_lower(beta * rec.queries, rec.keys)
+    kc_lower = uniform_dual_lower(rec.queries, rec.keys, beta)
     x0, y0 = balanced_factors(double_centre(logits_float(rec)), r)
     br = bracket_kappa(x0, y0)
     # The rank-r SDP's weights are a (p, q) certificate for C too (Lemma K1 holds for every T).
-    via_t = dual_lower_best(beta * rec.queries, rec.keys, br.p, br.q)
+    via_t = scaled_lower(dual_lower_best(rec.queries, rec.keys, br.p, br.q), beta)
     kc_uniform = kc_lower
     if via_t is not None:
         kc_lower = max(kc_lower, float(via_t))

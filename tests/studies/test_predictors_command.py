@@ -76,6 +76,9 @@ def test_the_study_reads_both_panels_and_reports(study):
     # the gauge audit covers every main-panel operator; exact gauges change A only by rounding
     g = result["gauges"]
     assert g["operators"] == 4 and g["kappa_le_gamma_validated"] == 4
+    # the frames bracket one kappa(C): on the main subset (one per family), against its validated upper end
+    assert g["kappa_frames"]["operators"] == 2 and g["kappa_frames"]["agree"] == 2
+    assert 0 <= g["kappa_frames"]["shift_upper_max"] < 1e-9
     for name in ("diagonal", "dense"):
         assert g[name]["largest_factor"] >= 1 and g[name]["A_change_upper_max"] < 1e-10
     md = (out / "predictors.md").read_text()
@@ -114,3 +117,24 @@ def test_refusals_are_one_line_and_write_nothing(study, panels, tmp_path):
         line = proc.stderr.strip()
         assert len(line.splitlines()) == 1 and needle in line and "Traceback" not in line, line
     assert sorted(p.name for p in out.iterdir()) == before
+
+
+def test_resume_redoes_only_an_audit_of_an_older_version(study, panels, tmp_path):
+    import shutil
+
+    out, result = study
+    base, main, held = panels
+    copy = tmp_path / "study"
+    shutil.copytree(out, copy)
+    entry = sorted((copy / "journal-main").glob("*-self.json"))[0]
+    doc = json.loads(entry.read_text())
+    del doc["payload"]["gauges"]["audit_version"]  # as the audit before version 2 wrote it
+    entry.write_text(json.dumps(doc))
+    stamps = {p.name: p.stat().st_mtime_ns for p in (copy / "journal-fits").glob("fit-*.json")}
+    proc = _run([*STUDY, "--main", str(main), "--heldout", str(held), "--out", str(copy), "--resume"], base)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    again = json.loads(proc.stdout)
+    redone = [p.name for p in (copy / "journal-gauges").glob("*.json") if p.name != "params.json"]
+    assert redone == [entry.name] and again["gauges"] == result["gauges"] and again["results"] == result["results"]
+    assert {p.name: p.stat().st_mtime_ns for p in (copy / "journal-fits").glob("fit-*.json")} == stamps
+    assert again["cost"]["features_main"]["gauge_refresh_cpu_seconds"] > 0

@@ -118,3 +118,70 @@ def test_summarise_counts_changes_beyond_ten_percent():
     assert s["diagonal"]["changed"] == 2 and s["diagonal"]["largest_factor"] == pytest.approx(1.2)
     assert s["dense"]["changed"] == 2 and s["dense"]["largest_factor"] == 3.0
     assert s["dense"]["h_change_upper_max"] == 2e-14 and math.isnan(ga.summarise([])["dense"]["largest_factor"])
+
+
+def test_kappa_shift_is_sqrt_of_the_smaller_side_rounded_up():
+    assert ga.kappa_shift_upper(1e-13, 256, 300) == pytest.approx(16e-13, rel=1e-15)
+    assert ga.kappa_shift_upper(1e-13, 128, 128) >= 1e-13 * math.sqrt(128)  # 12 >= 11.31...
+    assert ga.kappa_shift_upper(0.0, 5, 5) == 0.0 and ga.kappa_shift_upper(math.nan, 5, 5) == math.inf
+
+
+def test_shift_covers_a_planted_change_of_the_logits():
+    """Lemma K4 on a case known by hand: E = delta e_1 e_1^T has kappa(E) = delta / 4 after centring
+    (a 2 x 2 contrast gives at least |E_11 - E_12 - E_21 + E_22| / 4); the bound sqrt(p) delta covers it,
+    and the validated uniform lower bounds of C and C + P E P differ by at most the shift."""
+    from softrank.studies.theorem.kappa import uniform_dual_lower
+
+    rng = np.random.default_rng(7)
+    q, k = rng.normal(size=(9, 3)), rng.normal(size=(7, 3))
+    delta = 1e-3
+    # 0.5 Q2 K2^T = 0.5 Q K^T + delta e1 e1^T
+    q2, k2 = np.hstack([q, np.eye(9)[:, :1] * 2 * delta]), np.hstack([k, np.eye(7)[:, :1]])
+    lo1, lo2 = uniform_dual_lower(q, k, 0.5), uniform_dual_lower(q2, k2, 0.5)
+    assert lo1 != lo2 and abs(lo2 - lo1) <= ga.kappa_shift_upper(delta, 9, 7)
+    assert ga.kappa_shift_upper(delta, 9, 7) >= delta / 4  # kappa(P E P) >= delta / 4 (a 2 x 2 contrast)
+
+
+def test_beta_is_applied_exactly_to_the_kappa_bound():
+    """kappa(beta X Y^T) = beta kappa(X Y^T): the bound with beta as an argument is the unit bound times
+    beta rounded down, for a beta that is not a power of two."""
+    from fractions import Fraction
+
+    from softrank.studies.theorem.kappa import uniform_dual_lower
+
+    rng = np.random.default_rng(8)
+    q, k = rng.normal(size=(12, 4)), rng.normal(size=(10, 4))
+    beta = 1 / math.sqrt(32)
+    unit, scaled = uniform_dual_lower(q, k), uniform_dual_lower(q, k, beta)
+    assert Fraction(scaled) <= Fraction(unit) * Fraction(beta) < Fraction(np.nextafter(scaled, np.inf))
+
+
+def test_frames_agree_compares_each_frame_less_its_shift():
+    audit = {"kappa_C_lower_frame0": 3.0, "kappa_C_lower_diagonal": 3.0 + 1e-12, "kappa_C_lower_dense": 3.0,
+             "kappa_shift_upper_diagonal": 2e-12, "kappa_shift_upper_dense": 1e-12}
+    assert ga.frames_agree(audit, 3.0) is True  # the diagonal frame's excess is inside its shift
+    assert ga.frames_agree({**audit, "kappa_shift_upper_diagonal": 1e-13}, 3.0) is False
+    assert ga.frames_agree({**audit, "kappa_C_lower_frame0": 3.5}, 3.2) is False
+    assert ga.frames_agree({k: v for k, v in audit.items() if k != "kappa_shift_upper_dense"}, 3.0) is None
+    assert ga.frames_agree(audit, math.nan) is None
+    rows = [{"record_id": "a", "gauge_note": "", "gamma_ratio_diagonal": 1.0, "gamma_ratio_dense": 1.0,
+             "h_change_upper_diagonal": 0.0, "h_change_upper_dense": 0.0, "A_change_upper_diagonal": 0.0,
+             "A_change_upper_dense": 0.0, **audit},
+            {"record_id": "b", "gauge_note": "", "gamma_ratio_diagonal": 1.0, "gamma_ratio_dense": 1.0,
+             "h_change_upper_diagonal": 0.0, "h_change_upper_dense": 0.0, "A_change_upper_diagonal": 0.0,
+             "A_change_upper_dense": 0.0, **audit}]
+    s = ga.summarise(rows, kappa_c_upper={"a": 3.0, "b": 2.0, "c": 9.0})
+    assert s["kappa_frames"] == {"operators": 2, "agree": 1, "disagree": 1, "not_checked": 0, "shift_upper_max": 2e-12}
+    assert "kappa_frames" not in ga.summarise(rows)
+
+
+def test_audit_records_its_version_and_shift(tmp_path):
+    rng = np.random.default_rng(9)
+    q, k = rng.normal(size=(16, 4)) * [3, 1, 0.3, 1], rng.normal(size=(14, 4))
+    out = ga.gauge_audit(_write(tmp_path / "store", "qk", q, k, scale=1 / math.sqrt(32)))
+    assert out["audit_version"] == ga.AUDIT_VERSION
+    for name in ga.GAUGES:
+        assert out[f"kappa_shift_upper_{name}"] >= math.sqrt(14) * out[f"h_change_upper_{name}"]
+    # kappa(C) <= Gamma of the stored factors: a validated upper end every frame must sit under
+    assert ga.frames_agree(out, out["gamma_frame0_upper"]) is True
+    assert ga.frames_agree(out, out["kappa_C_lower_frame0"] / 2) is False

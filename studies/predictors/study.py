@@ -24,40 +24,49 @@ from softrank.studies.predictors import protocol as P
 from softrank.studies.predictors.table import check_disjoint, first_per_family, operators_table
 
 
-def _feature_worker(task):
-    from softrank.studies.predictors.features import record_features
-    from softrank.studies.predictors.gauges import gauge_audit
+def _frame0(feats: dict) -> tuple[float, float] | None:
+    """(Gamma, its validated upper bound) of the stored factors from the native block, for the gauge
+    audit to reuse; None when the block has no finite pair."""
+    g, g_up = feats.get("n_gamma", math.nan), feats.get("n_gamma_upper", math.nan)
+    return (g, g_up) if math.isfinite(g) and math.isfinite(g_up) else None
 
+
+def _guarded(compute, folder) -> dict:
+    """``compute(folder)`` (a dict) with its CPU seconds, or the one-line error of its operator:
+    a malformed record gets its one line, any other failure is reported; the others go on."""
     limit_threads()
-    folder, with_gauges = task
     t0 = time.process_time()
     try:
-        feats = record_features(folder)
-        out = {"features": feats}
-        if with_gauges:  # Gamma of the stored factors is reused from the native block
-            frame0 = (feats["n_gamma"], feats["n_gamma_upper"])
-            out["gauges"] = gauge_audit(folder, kappa=True, frame0=None if frame0[0] != frame0[0] else frame0)
-    except InputError as err:  # a malformed record: its one line; the others go on
+        out = compute(folder)
+    except InputError as err:
         return {"error": str(err), "bad_input": True}
-    except Exception as err:  # one operator's failure is reported, the study goes on
+    except Exception as err:
         return {"error": f"{type(err).__name__}: {err}"}
     out["cpu_seconds"] = time.process_time() - t0
     return out
 
 
+def _features_and_audit(folder, with_gauges: bool) -> dict:
+    from softrank.studies.predictors.features import record_features
+    from softrank.studies.predictors.gauges import gauge_audit
+
+    feats = record_features(folder)
+    out = {"features": feats}
+    if with_gauges:  # Gamma of the stored factors is reused from the native block
+        out["gauges"] = gauge_audit(folder, kappa=True, frame0=_frame0(feats))
+    return out
+
+
+def _feature_worker(task):
+    folder, with_gauges = task
+    return _guarded(lambda f: _features_and_audit(f, with_gauges), folder)
+
+
 def _gauge_worker(task):
     from softrank.studies.predictors.gauges import gauge_audit
 
-    limit_threads()
     folder, frame0 = task
-    t0 = time.process_time()
-    try:
-        out = gauge_audit(folder, kappa=True, frame0=frame0)
-    except InputError as err:
-        return {"error": str(err), "bad_input": True}
-    except Exception as err:
-        return {"error": f"{type(err).__name__}: {err}"}
-    return {"gauges": out, "cpu_seconds": time.process_time() - t0}
+    return _guarded(lambda f: {"gauges": gauge_audit(f, kappa=True, frame0=frame0)}, folder)
 
 
 def _refresh_gauges(rows: list[dict], done: dict, out: Path, jobs: int, resume: bool, scheduler) -> float:
@@ -78,21 +87,19 @@ def _refresh_gauges(rows: list[dict], done: dict, out: Path, jobs: int, resume: 
     job = RecordsJob(folders, journal)
     job.resume_from(lambda name, payload: "error" not in payload)
 
-    def frame0(folder):
-        feats = done[Path(folder).name].get("features", {})
-        g, g_up = feats.get("n_gamma", math.nan), feats.get("n_gamma_upper", math.nan)
-        return folder, ((g, g_up) if math.isfinite(g) and math.isfinite(g_up) else None)
-
-    fresh = job.run(_gauge_worker, frame0, jobs=jobs, scheduler=scheduler, journal_if=lambda p: "error" not in p)
+    fresh = job.run(_gauge_worker, lambda f: (f, _frame0(done[Path(f).name].get("features", {}))), jobs=jobs,
+                    scheduler=scheduler, journal_if=lambda p: "error" not in p)
     for name, payload in fresh.items():
         if "error" not in payload:
             done[name] = {**done[name], "gauges": payload["gauges"]}
     return sum(p.get("cpu_seconds", 0.0) for p in fresh.values())
 
 
-def _features(rows: list[dict], out: Path, panel: str, jobs: int, resume: bool, scheduler, progress) -> dict:
-    """record_id -> worker payload for the panel's rows (journal ``OUT/journal-<panel>``; on the main
-    panel an audit journaled by an older audit version is redone by ``_refresh_gauges``)."""
+def _features(rows: list[dict], out: Path, panel: str, jobs: int, resume: bool, scheduler,
+              progress) -> tuple[dict, float]:
+    """(record_id -> worker payload for the panel's rows, CPU seconds of the audits redone): journal
+    ``OUT/journal-<panel>``; on the main panel an audit journaled by an older audit version is redone
+    by ``_refresh_gauges``."""
     with_gauges = panel == "main"
     journal = Journal(out / f"journal-{panel}", {"panel": panel, "gauges": with_gauges,
                                                  "protocol": P.PROTOCOL_SHA256}, resume=resume, keep=True)
@@ -239,7 +246,7 @@ def gauge_section(summary: dict) -> dict:
             f"each gauged frame's validated lower bound, less the proved bound on how far kappa moves with the "
             f"change of the logits (at most {frames['shift_upper_max']:.3g}), is at or below the stored frame's "
             f"validated upper end on {frames['agree']} (contradicted on {frames['disagree']}, not checked on "
-            f"{frames['not_checked']}: a journal entry from before the shift was recorded).")
+            f"{frames['not_checked']}: a frame without a validated lower bound).")
     rows = [[name, str(summary[name]["changed"]), f"{summary[name]['largest_factor']:.6g}",
              f"{summary[name]['h_change_upper_max']:.3g}", f"{summary[name]['A_change_upper_max']:.3g}"]
             for name in GAUGES if name in summary]

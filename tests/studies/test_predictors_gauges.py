@@ -164,12 +164,9 @@ def test_frames_agree_compares_each_frame_less_its_shift():
     assert ga.frames_agree({**audit, "kappa_C_lower_frame0": 3.5}, 3.2) is False
     assert ga.frames_agree({k: v for k, v in audit.items() if k != "kappa_shift_upper_dense"}, 3.0) is None
     assert ga.frames_agree(audit, math.nan) is None
-    rows = [{"record_id": "a", "gauge_note": "", "gamma_ratio_diagonal": 1.0, "gamma_ratio_dense": 1.0,
-             "h_change_upper_diagonal": 0.0, "h_change_upper_dense": 0.0, "A_change_upper_diagonal": 0.0,
-             "A_change_upper_dense": 0.0, **audit},
-            {"record_id": "b", "gauge_note": "", "gamma_ratio_diagonal": 1.0, "gamma_ratio_dense": 1.0,
-             "h_change_upper_diagonal": 0.0, "h_change_upper_dense": 0.0, "A_change_upper_diagonal": 0.0,
-             "A_change_upper_dense": 0.0, **audit}]
+    unchanged = {"gauge_note": "", "gamma_ratio_diagonal": 1.0, "gamma_ratio_dense": 1.0, "h_change_upper_diagonal": 0.0,
+                 "h_change_upper_dense": 0.0, "A_change_upper_diagonal": 0.0, "A_change_upper_dense": 0.0, **audit}
+    rows = [{"record_id": rid, **unchanged} for rid in ("a", "b")]
     s = ga.summarise(rows, kappa_c_upper={"a": 3.0, "b": 2.0, "c": 9.0})
     assert s["kappa_frames"] == {"operators": 2, "agree": 1, "disagree": 1, "not_checked": 0, "shift_upper_max": 2e-12}
     assert "kappa_frames" not in ga.summarise(rows)
